@@ -11,7 +11,7 @@ import {
 import type { AddressInfo, Socket } from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Logger } from './logger';
-import { USER_CONTEXT_HEADER, verifyUserContext } from './user-context';
+import { USER_CONTEXT_HEADER, verifyUserContext } from '../contract/user-context';
 
 export const TARGET_PORT_HEADER = 'x-singulacomp-target-port';
 

@@ -80,7 +80,7 @@ async function oursServer(keys: number): Promise<Publisher> {
   const { startRedisProcess } = await import('../test/support/server-process');
   const { buildApp } = await import('../server/app');
   const { parseEnv } = await import('../server/env');
-  const { SCOPES } = await import('../resolvers/principal');
+  const { SCOPES } = await import('../resolvers/auth/principal');
   const database = await createTestDatabase('sc_bench');
   const redis = await startRedisProcess();
   const app = await buildApp({

@@ -1,6 +1,6 @@
 // Small input validators shared by services; each failure names its input field.
 import { ValidationError } from './errors';
-import { refNameProblem } from './git-refs';
+import { refNameProblem } from './git/refs';
 
 /** PostgreSQL text cannot hold NUL: refuse it as the caller's error before it reaches a query. */
 export function requireNoNul(value: string, field: string[]): string {

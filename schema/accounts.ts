@@ -1,6 +1,6 @@
 // Account, User, Viewer and updateAccount.
-import { sessionLimit } from '../resolvers/limits';
-import type { Principal } from '../resolvers/principal';
+import { sessionLimit } from '../resolvers/accounts/limits';
+import type { Principal } from '../resolvers/auth/principal';
 import { builder, successType } from './builder';
 import { AccountTierEnum, TokenKindEnum } from './enums';
 import { COMMON_ERRORS } from './errors';

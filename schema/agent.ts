@@ -3,7 +3,7 @@
 // session/sandbox — and reloadSession for users. Logic lives in resolvers/ (leases, telemetry,
 // runtime-state, bootstrap-claim, reloads).
 import { LeaseFencedError } from '../resolvers/errors';
-import { RUNTIME_STATES } from '../resolvers/runtime-state';
+import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
 import { ReloadPhaseNameEnum, ReloadPhaseStatusEnum, TelemetryReasonEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
@@ -17,7 +17,7 @@ const RuntimeStateEnum = builder.enumType('RuntimeState', {
 // --- claimBootstrap -------------------------------------------------------------------------------
 
 const ClaimBootstrapSuccess = builder
-  .objectRef<import('../resolvers/bootstrap-claim').BootstrapClaim>('ClaimBootstrapSuccess')
+  .objectRef<import('../resolvers/daemon/claim').BootstrapClaim>('ClaimBootstrapSuccess')
   .implement({
     description: 'prompt and turnLedgerId are returned on the first claim only.',
     fields: (t) => ({

@@ -9,7 +9,7 @@ import type PrismaTypes from '../prisma/generated/pothos-types';
 import { getDatamodel } from '../prisma/generated/pothos-types';
 import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
 import { isUuid } from '../resolvers/ids';
-import type { Principal, Scope } from '../resolvers/principal';
+import type { Principal, Scope } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 
 // The relay plugin resolves every `globalID` field (each Node's `id`) through an async function: one

@@ -1,7 +1,7 @@
 // Project, ProjectSecret, Template, Snapshot; project query; project mutations.
 import { ManifestInvalidError, ReservedSecretNameError } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
-import { assertCanReadProject } from '../resolvers/authz';
+import { assertCanReadProject } from '../resolvers/auth/authz';
 import { badUserInput } from '../resolvers/errors';
 import type { Project } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';

@@ -1,8 +1,8 @@
 // Sandbox and TelemetrySample; the sandbox query.
-import type { Principal } from '../resolvers/principal';
+import type { Principal } from '../resolvers/auth/principal';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
-import { sandboxCostUsd } from '../resolvers/metering';
+import { sandboxCostUsd } from '../resolvers/billing/metering';
 import { builder } from './builder';
 import { ProviderEnum, SandboxStatusEnum, StopReasonEnum, TelemetryReasonEnum } from './enums';
 

@@ -1,9 +1,9 @@
 // Session, ExecutionLease, Reload; session/sessions queries; createSession and stopSession.
-import { assertCanReadSession } from '../resolvers/authz';
+import { assertCanReadSession } from '../resolvers/auth/authz';
 import { BaseRefNotFoundError, RepositoryUnreachableError, badUserInput } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { ProvisioningPhase } from '../prisma/generated/client/enums';
-import { sandboxCostUsd } from '../resolvers/metering';
+import { sandboxCostUsd } from '../resolvers/billing/metering';
 import { builder, successType } from './builder';
 import {
   ReloadPhaseNameEnum,

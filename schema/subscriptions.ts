@@ -3,10 +3,10 @@
 // no gap. Each `next` message carries `extensions.seq` (the value to resume from). Capability is
 // checked on subscribe and again for every event; an expired token's socket is closed (4401).
 import type { Prisma } from '../prisma/generated/client/client';
-import { assertCanReadSession } from '../resolvers/authz';
+import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
-import type { Principal } from '../resolvers/principal';
+import type { Principal } from '../resolvers/auth/principal';
 import type { Channels, Envelope, StreamTopic } from '../server/pubsub';
 import { connectionOf } from '../server/realtime';
 import { type Context, builder } from './builder';

@@ -6,7 +6,7 @@ import { TokenKindEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
 import { forbidden } from '../resolvers/errors';
 import { parseId } from '../resolvers/ids';
-import { assertScope } from '../resolvers/authz';
+import { assertScope } from '../resolvers/auth/authz';
 import { ConflictError, type DomainError, NotFoundError, ValidationError } from '../resolvers/errors';
 
 const TokenRef = builder.prismaNode('Token', {

@@ -1,5 +1,5 @@
 // accountUsage: per-provider running seconds and cost of the viewer's account over a time range.
-import type { AccountUsage, ProviderUsage } from '../resolvers/usage';
+import type { AccountUsage, ProviderUsage } from '../resolvers/billing/usage';
 import { builder } from './builder';
 import { AccountTierEnum, ProviderEnum } from './enums';
 

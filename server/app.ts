@@ -7,8 +7,8 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { type Plugin, createGraphQLError, createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
-import { createGitService } from '../resolvers/git';
-import type { Principal } from '../resolvers/principal';
+import { createGitService } from '../resolvers/git/git';
+import type { Principal } from '../resolvers/auth/principal';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
 import { createLocalProvider } from '../resolvers/providers/local';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
@@ -25,7 +25,7 @@ import { migrate } from './migrate';
 import { type PubSub, createInProcessBroker, createPubSub } from './pubsub';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
-import { createEventLog } from './realtime-log';
+import { createEventLog } from '../resolvers/events/event-log';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

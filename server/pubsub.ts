@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { GraphQLError } from 'graphql';
 import type { Logger } from './logger';
-import type { EventLog, SqlClient } from './realtime-log';
+import type { EventLog, SqlClient } from '../resolvers/events/event-log';
 
 /** A telemetry sample carried inside its event, so delivering it needs no database read. */
 export interface TelemetrySnapshot {

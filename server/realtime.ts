@@ -6,12 +6,12 @@ import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { WebSocket, WebSocketServer } from 'ws';
-import type { Principal } from '../resolvers/principal';
+import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 import type { Context } from '../schema/builder';
 import type { Logger } from './logger';
 import type { PubSub } from './pubsub';
-import type { EventLog } from './realtime-log';
+import type { EventLog } from '../resolvers/events/event-log';
 
 /** WebSocket close codes this server uses (4400–4499 mirror HTTP statuses, as graphql-ws does). */
 export const CLOSE_CODES = {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type FieldNode, type OperationDefinitionNode, parse } from 'graphql';
 import { type Agent, type AgentOptions, createAgent } from '../../agent/agent';
 import { freePort } from '../../agent/opencode';
-import { signUserContext } from '../../agent/user-context';
+import { signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
 import { type StubModel, type StubModelOptions, startStubModel } from '../fixtures/stub-model';
 

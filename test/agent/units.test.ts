@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
-import { signUserContext, verifyUserContext } from '../../agent/user-context';
+import { signUserContext, verifyUserContext } from '../../contract/user-context';
 
 const GiB = 1024 ** 3;
 

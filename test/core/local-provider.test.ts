@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { createGitService } from '../../resolvers/git';
+import { createGitService } from '../../resolvers/git/git';
 import { createLocalProvider } from '../../resolvers/providers/local';
 import { pidsWithEnvironment } from '../../resolvers/providers/process-tree';
 import { createTestRepo } from '../support/git';

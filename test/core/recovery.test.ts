@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createRecovery } from '../../resolvers/recovery';
+import { createRecovery } from '../../resolvers/sessions/recovery';
 import { type TestApp, startTestApp } from '../support/app';
 
 let t: TestApp;

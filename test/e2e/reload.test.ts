@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { USER_CONTEXT_HEADER, signUserContext } from '../../agent/user-context';
+import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
 import { AgentSessionDocument, ReloadSessionDocument } from '../generated/graphql';
 import { OPENCODE_CONFIG_SUBDIR } from '../fixtures/opencode-project';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';

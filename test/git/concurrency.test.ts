@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect } from 'vitest';
-import { createGitService, GitBranchExistsError } from '../../resolvers/git';
+import { createGitService, GitBranchExistsError } from '../../resolvers/git/git';
 import { git, makeUpstream, test } from './helpers';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./cut-branches.child.ts', import.meta.url));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
-import { createGitService, GitRepositoryUnreachableError } from '../../resolvers/git';
+import { createGitService, GitRepositoryUnreachableError } from '../../resolvers/git/git';
 import {
   closedPort,
   filesContaining,

@@ -1,7 +1,7 @@
 // Second process for the concurrency test: prints "ready", waits for "go" on stdin, cuts
 // `<prefix>-0 … <prefix>-<count-1>` in parallel and prints one JSON line of outcomes.
 import { createInterface } from 'node:readline';
-import { createGitService } from '../../resolvers/git';
+import { createGitService } from '../../resolvers/git/git';
 
 const [url, cacheDir, baseRef, prefix, count] = process.argv.slice(2);
 if (!url || !cacheDir || !baseRef || !prefix || !count) {

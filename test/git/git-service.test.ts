@@ -9,7 +9,7 @@ import {
   GitInvalidRefNameError,
   GitRefNotFoundError,
   GitRepositoryUnreachableError,
-} from '../../resolvers/git';
+} from '../../resolvers/git/git';
 import { git, makeUpstream, refValue, test } from './helpers';
 
 describe.each(['worktree', 'bare'] as const)('git service against a %s upstream', (kind) => {

@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
-import { classifyUnreachable, redact, UNREACHABLE_TABLE } from '../../resolvers/git-errors';
-import { GitInvalidPathError, GitInvalidUrlError } from '../../resolvers/git';
-import { normalizeRepoPath, parseRepo, refNameProblem } from '../../resolvers/git-refs';
+import { classifyUnreachable, redact, UNREACHABLE_TABLE } from '../../resolvers/git/errors';
+import { GitInvalidPathError, GitInvalidUrlError } from '../../resolvers/git/git';
+import { normalizeRepoPath, parseRepo, refNameProblem } from '../../resolvers/git/refs';
 
 function gitAccepts(name: string): boolean {
   try {

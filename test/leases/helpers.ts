@@ -1,6 +1,6 @@
 // Sessions on a real server whose sandbox token the test holds, as the daemon would.
 import type { SandboxProvider } from '../../resolvers/providers/types';
-import { decrypt } from '../../resolvers/crypto';
+import { decrypt } from '../../resolvers/auth/crypto';
 import { CreateProjectDocument, CreateSessionDocument } from '../generated/graphql';
 import type { TestApp } from '../support/app';
 import { waitFor } from '../support/wait';

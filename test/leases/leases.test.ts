@@ -4,8 +4,8 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import type { StopReason } from '../../prisma/generated/client/enums';
-import { createReaper } from '../../resolvers/reaper';
-import { createTelemetryService } from '../../resolvers/telemetry';
+import { createReaper } from '../../resolvers/leases/reaper';
+import { createTelemetryService } from '../../resolvers/daemon/telemetry';
 import {
   AgentSessionDocument,
   ClaimBootstrapDocument,

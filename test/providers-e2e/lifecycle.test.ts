@@ -1,7 +1,7 @@
 // Each cloud provider end to end: GraphQL createSession → provisioning through the real SDK →
 // the provider emulator → an emulated sandbox running the real daemon; then stop, faults and cost.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { decrypt } from '../../resolvers/crypto';
+import { decrypt } from '../../resolvers/auth/crypto';
 import {
   CreateSessionDocument,
   ProviderCreateProjectDocument,

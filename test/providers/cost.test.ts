@@ -7,7 +7,7 @@ import {
   intervalsCostUsd,
   resolveRates,
   runningSeconds,
-} from '../../resolvers/cost';
+} from '../../resolvers/billing/cost';
 
 const DEFAULT_SPEC = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
 

@@ -4,7 +4,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decrypt } from '../../resolvers/crypto';
+import { decrypt } from '../../resolvers/auth/crypto';
 import { loadKeys } from '../../server/keys';
 import {
   AccountSessionsDocument,

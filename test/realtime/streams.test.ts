@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { SCOPES, type UserPrincipal } from '../../resolvers/principal';
+import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
 import type { Envelope } from '../../server/pubsub';

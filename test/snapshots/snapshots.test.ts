@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createSnapshotService } from '../../resolvers/snapshots';
-import { repoRef } from '../../resolvers/session-lifecycle';
+import { createSnapshotService } from '../../resolvers/snapshots/snapshots';
+import { repoRef } from '../../resolvers/sessions/lifecycle';
 import { fakeDaemonCommand } from '../emulators/harness';
 import {
   CreateSessionDocument,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { type GraphQLFormattedError, print } from 'graphql';
 import type { AccountTier } from '../../prisma/generated/client/enums';
-import { SCOPES, type UserPrincipal } from '../../resolvers/principal';
+import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import type { SandboxProvider } from '../../resolvers/providers/types';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';

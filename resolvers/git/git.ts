@@ -16,9 +16,9 @@ import {
   GitRepositoryUnreachableError,
   gitSubcommand,
   redact,
-} from './git-errors';
-import { type GitRunResult, runGit, Semaphore } from './git-exec';
-import { LockTimeoutError, withLock } from './git-lock';
+} from './errors';
+import { type GitRunResult, runGit, Semaphore } from './exec';
+import { LockTimeoutError, withLock } from './lock';
 import {
   assertBranchName,
   assertRefName,
@@ -28,7 +28,7 @@ import {
   parseRepo,
   type RepoRef,
   refCandidates,
-} from './git-refs';
+} from './refs';
 
 export {
   GitBranchExistsError,
@@ -39,8 +39,8 @@ export {
   GitInvalidUrlError,
   GitRefNotFoundError,
   GitRepositoryUnreachableError,
-} from './git-errors';
-export type { RepoRef } from './git-refs';
+} from './errors';
+export type { RepoRef } from './refs';
 
 export interface GitServiceOptions {
   /** Directory holding one bare mirror per upstream and their lock files; several processes may share it. */

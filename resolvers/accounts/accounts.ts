@@ -1,11 +1,11 @@
 // Accounts, tiers and the bootstrap admin (R-AUTH-1, R-RUN-1).
-import type { AccountTier } from '../prisma/generated/client/enums';
-import type { Db } from '../server/db';
-import { assertAccountAdmin } from './authz';
-import { ValidationError } from './errors';
-import { SCOPES } from './principal';
-import type { Principal } from './principal';
-import type { TokenService } from './tokens';
+import type { AccountTier } from '../../prisma/generated/client/enums';
+import type { Db } from '../../server/db';
+import { assertAccountAdmin } from '../auth/authz';
+import { ValidationError } from '../errors';
+import { SCOPES } from '../auth/principal';
+import type { Principal } from '../auth/principal';
+import type { TokenService } from '../auth/tokens';
 
 export type AccountService = ReturnType<typeof createAccountService>;
 

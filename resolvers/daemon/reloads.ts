@@ -3,16 +3,16 @@
 // token the server keeps encrypted); the daemon then reports each phase with reportReloadPhase. A
 // FAILED phase ends the reload FAILED with the phase's message; CONFIRM_CONFIG SUCCEEDED ends it
 // SUCCEEDED. A daemon that cannot be reached, or refuses, ends the reload FAILED at once.
-import { USER_CONTEXT_HEADER, signUserContext } from '../agent/user-context';
-import type { Reload, ReloadPhaseName, ReloadPhaseStatus } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import type { Logger } from '../server/logger';
-import { assertCanWriteSession } from './authz';
-import { decrypt } from './crypto';
-import { ConflictError, NotFoundError, forbidden } from './errors';
-import type { Events } from './events';
-import { parseId } from './ids';
-import type { Principal } from './principal';
+import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
+import type { Reload, ReloadPhaseName, ReloadPhaseStatus } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import { assertCanWriteSession } from '../auth/authz';
+import { decrypt } from '../auth/crypto';
+import { ConflictError, NotFoundError, forbidden } from '../errors';
+import type { Events } from '../events/events';
+import { parseId } from '../ids';
+import type { Principal } from '../auth/principal';
 
 export interface ReloadServiceOptions {
   db: Db;

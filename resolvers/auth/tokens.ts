@@ -3,8 +3,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { SignJWT, jwtVerify } from 'jose';
-import type { Db } from '../server/db';
-import { ValidationError, forbidden, unauthenticated } from './errors';
+import type { Db } from '../../server/db';
+import { ValidationError, forbidden, unauthenticated } from '../errors';
 import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } from './principal';
 
 export const PAT_PREFIX = 'singulacomp_pat_';

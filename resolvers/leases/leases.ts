@@ -6,14 +6,14 @@
 //
 // Every state change is one SQL statement (row locks + ON CONFLICT), so it is atomic against the
 // reaper's fencing update on any number of server processes, on PostgreSQL and PGlite alike.
-import type { ExecutionLease } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import type { Logger } from '../server/logger';
-import { ConflictError, LeaseFencedError, NotFoundError, ValidationError, forbidden } from './errors';
-import { parseId } from './ids';
-import type { Principal, SandboxPrincipal } from './principal';
-import type { ProviderRegistry } from './providers/registry';
-import type { ProviderName } from './providers/types';
+import type { ExecutionLease } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import { ConflictError, LeaseFencedError, NotFoundError, ValidationError, forbidden } from '../errors';
+import { parseId } from '../ids';
+import type { Principal, SandboxPrincipal } from '../auth/principal';
+import type { ProviderRegistry } from '../providers/registry';
+import type { ProviderName } from '../providers/types';
 
 /** `holder` of a lease the idle reaper has fenced; the suffix is the stop reason it will record. */
 export const REAPER_HOLDER_PREFIX = 'reaper:';

@@ -1,5 +1,5 @@
 // Tier limits (R-AUTH-1).
-import type { AccountTier } from '../prisma/generated/client/enums';
+import type { AccountTier } from '../../prisma/generated/client/enums';
 
 export const TIER_SESSION_LIMITS: Record<AccountTier, number> = {
   FREE: 2,

@@ -2,24 +2,24 @@
 // provisioning hand-off and stopping. Only PROVISIONING, RUNNING, STOPPED and FAILED are written.
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
-import type { Session, StopReason } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import type { Logger } from '../server/logger';
-import { assertCanReadSession, assertCanWriteSession, assertScope } from './authz';
-import { decrypt } from './crypto';
+import type { Session, StopReason } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
+import { decrypt } from '../auth/crypto';
 import {
   BaseRefNotFoundError,
   ConflictError,
   NotFoundError,
   RepositoryUnreachableError,
   ValidationError,
-} from './errors';
-import type { Events } from './events';
-import type { GitService, RepoRef } from './git';
-import { parseId } from './ids';
-import { LIVE_SESSION_STATUSES, sessionLimit } from './limits';
-import type { Principal } from './principal';
-import { requireNoNul, requireRefName, requireText } from './validate';
+} from '../errors';
+import type { Events } from '../events/events';
+import type { GitService, RepoRef } from '../git/git';
+import { parseId } from '../ids';
+import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
+import type { Principal } from '../auth/principal';
+import { requireNoNul, requireRefName, requireText } from '../validate';
 
 export interface CreateSessionInput {
   projectId: string;

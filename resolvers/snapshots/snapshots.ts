@@ -14,14 +14,14 @@ import {
   DEFAULT_BASE_IMAGE,
   dockerfileForImage,
   type RuntimeSource,
-} from '../image/dockerfile';
-import { createGitTreeReader } from '../image/repo-files';
-import { computeSnapshotKey } from '../image/snapshot';
-import type { Snapshot } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import type { Logger } from '../server/logger';
-import type { GitService, RepoRef } from './git';
-import type { HardwareSpec, SandboxProvider } from './providers/types';
+} from '../../image/dockerfile';
+import { createGitTreeReader } from '../../image/repo-files';
+import { computeSnapshotKey } from '../../image/snapshot';
+import type { Snapshot } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import type { GitService, RepoRef } from '../git/git';
+import type { HardwareSpec, SandboxProvider } from '../providers/types';
 
 export interface SnapshotServiceOptions {
   db: Db;

@@ -1,7 +1,7 @@
 // Input validation for the git service: ref names, repository URLs and in-repository paths. Runs
 // before any git process starts, so nothing a caller passes can be read by git as an option.
 import { resolve } from 'node:path';
-import { GitInvalidPathError, GitInvalidRefNameError, GitInvalidUrlError } from './git-errors';
+import { GitInvalidPathError, GitInvalidRefNameError, GitInvalidUrlError } from './errors';
 
 /** A repository as the rest of the server knows it; `credential` is the upstream token, if any. */
 export interface RepoRef {

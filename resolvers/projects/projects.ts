@@ -1,12 +1,12 @@
 // Projects and their secrets (R-AUTH-5).
-import type { Project } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import { assertCanReadProject, assertCanWriteProject, assertScope } from './authz';
-import { encrypt } from './crypto';
-import { ConflictError, NotFoundError, ReservedSecretNameError, ValidationError } from './errors';
-import { parseId } from './ids';
-import type { Principal } from './principal';
-import { requireNoNul, requireRefName, requireText } from './validate';
+import type { Project } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import { assertCanReadProject, assertCanWriteProject, assertScope } from '../auth/authz';
+import { encrypt } from '../auth/crypto';
+import { ConflictError, NotFoundError, ReservedSecretNameError, ValidationError } from '../errors';
+import { parseId } from '../ids';
+import type { Principal } from '../auth/principal';
+import { requireNoNul, requireRefName, requireText } from '../validate';
 
 export interface CreateProjectInput {
   name: string;

@@ -1,6 +1,6 @@
 // Cost of a sandbox (and so of its session) so far (R-SBX-5): finished running intervals plus the one in progress.
 import { type RateTable, costUsd } from './cost';
-import type { ProviderName } from './providers/types';
+import type { ProviderName } from '../providers/types';
 
 export interface MeteredSandbox {
   provider: ProviderName;

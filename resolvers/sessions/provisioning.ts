@@ -6,18 +6,18 @@
 // create (CREATING_SANDBOX) → RUNNING. Provider errors arrive typed (providers/errors.ts) after the
 // adapter's bounded retries; the session then FAILS with the reason, and a sandbox that was created
 // on the way is destroyed so nothing leaks. Each running interval is a SandboxInterval row (cost).
-import { applyProviderCaps } from '../image/spec';
-import type { ProvisioningPhase, StopReason } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import type { Logger } from '../server/logger';
-import { decrypt, encrypt } from './crypto';
-import type { Events } from './events';
-import { ProviderNotFoundError } from './providers/errors';
-import type { ProviderRegistry } from './providers/registry';
-import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from './providers/types';
-import { repoRef } from './session-lifecycle';
-import type { SnapshotService } from './snapshots';
-import type { TokenService } from './tokens';
+import { applyProviderCaps } from '../../image/spec';
+import type { ProvisioningPhase, StopReason } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import { decrypt, encrypt } from '../auth/crypto';
+import type { Events } from '../events/events';
+import { ProviderNotFoundError } from '../providers/errors';
+import type { ProviderRegistry } from '../providers/registry';
+import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '../providers/types';
+import { repoRef } from './lifecycle';
+import type { SnapshotService } from '../snapshots/snapshots';
+import type { TokenService } from '../auth/tokens';
 
 export const DEFAULT_SPEC: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
 const LIVE_SANDBOX: SandboxState[] = ['PENDING', 'CREATING', 'STARTING', 'STARTED'];

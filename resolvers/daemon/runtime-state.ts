@@ -2,13 +2,13 @@
 // Every report is runtime/turn activity and moves Sandbox.lastActivityAt (the reaper's idle clock);
 // an ERROR keeps its message in Sandbox.error (a memory-guard abort arrives this way with the
 // SandboxMemoryGuard numbers) until the next ERROR replaces it.
-import type { Sandbox } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import { ConflictError, ValidationError } from './errors';
-import type { Events } from './events';
-import { parseId } from './ids';
-import { assertOwnSession } from './leases';
-import type { Principal } from './principal';
+import type { Sandbox } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import { ConflictError, ValidationError } from '../errors';
+import type { Events } from '../events/events';
+import { parseId } from '../ids';
+import { assertOwnSession } from '../leases/leases';
+import type { Principal } from '../auth/principal';
 
 export const RUNTIME_STATES = ['STARTING', 'HEALTHY', 'BUSY', 'RETRY', 'IDLE', 'ERROR'] as const;
 export type RuntimeState = (typeof RUNTIME_STATES)[number];

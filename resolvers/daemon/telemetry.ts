@@ -8,16 +8,16 @@
 // SQL: no per-batch query planning in Prisma, whatever the batch size. Retention is enforced off the
 // hot path: per sandbox every `pruneEvery` inserts (keep the newest `keepPerSandbox`), and by age from the
 // reaper's fleet-wide tick (`pruneExpired`).
-import type { TelemetrySample } from '../prisma/generated/client/client';
-import type { Db, RawSql } from '../server/db';
-import type { Logger } from '../server/logger';
-import type { Channels, Envelope } from '../server/pubsub';
-import { appendManySql } from '../server/realtime-log';
-import { ValidationError, forbidden } from './errors';
-import type { TelemetryInput } from '../agent/api-client';
-import type { Events } from './events';
-import { parseId } from './ids';
-import type { Principal } from './principal';
+import type { TelemetrySample } from '../../prisma/generated/client/client';
+import type { Db, RawSql } from '../../server/db';
+import type { Logger } from '../../server/logger';
+import type { Channels, Envelope } from '../../server/pubsub';
+import { appendManySql } from '../events/event-log';
+import { ValidationError, forbidden } from '../errors';
+import type { TelemetryInput } from '../../agent/api-client';
+import type { Events } from '../events/events';
+import { parseId } from '../ids';
+import type { Principal } from '../auth/principal';
 
 /** What the daemon sends (docs/agent-api.md): one type for both ends of the wire. */
 export type ReportTelemetryInput = TelemetryInput;

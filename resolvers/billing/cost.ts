@@ -1,7 +1,7 @@
 // Per-second sandbox cost metering (R-SBX-5). Rates are held as integer nano-dollars per unit-hour
 // and every product is computed in BigInt, so results are exact before the final rounding to
 // micro-dollars (well below the $0.0001 the API shows).
-import type { HardwareSpec, ProviderName } from './providers/types';
+import type { HardwareSpec, ProviderName } from '../providers/types';
 
 export interface ResourceRates {
   /** USD per vCPU-hour. */

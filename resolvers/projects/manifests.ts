@@ -1,14 +1,14 @@
 // syncProjectManifest: reads singulacomp.yaml (or legacy singulacomp.toml) from the repository at a
 // ref and replaces the project's templates with what it declares (R-IMG-1, R-SBX-4).
-import { loadManifest } from '../image/manifest';
-import type { Db } from '../server/db';
-import { assertCanWriteProject } from './authz';
-import { ManifestInvalidError, NotFoundError } from './errors';
-import type { GitService } from './git';
-import type { Principal } from './principal';
+import { loadManifest } from '../../image/manifest';
+import type { Db } from '../../server/db';
+import { assertCanWriteProject } from '../auth/authz';
+import { ManifestInvalidError, NotFoundError } from '../errors';
+import type { GitService } from '../git/git';
+import type { Principal } from '../auth/principal';
 import type { ProjectService } from './projects';
-import { repoRef, resolveProjectRef } from './session-lifecycle';
-import { requireRefName } from './validate';
+import { repoRef, resolveProjectRef } from '../sessions/lifecycle';
+import { requireRefName } from '../validate';
 
 export type ManifestService = ReturnType<typeof createManifestService>;
 

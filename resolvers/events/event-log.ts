@@ -2,8 +2,8 @@
 // keeps recent events for replay. Counter and event row are written in one statement (or in the
 // caller's transaction), so seq k is committed before seq k + 1 can be assigned: a reader that
 // sees k + 1 can always read k.
-import type { Database } from './db';
-import type { Channels, Envelope, StreamTopic } from './pubsub';
+import type { Database } from '../../server/db';
+import type { Channels, Envelope, StreamTopic } from '../../server/pubsub';
 
 /** A Prisma client or interactive transaction. */
 export interface SqlClient {

@@ -3,13 +3,13 @@
 // to now). Seconds are summed per sandbox, each sandbox's total is metered like its session's cost
 // (started seconds billed, resources × provider rate), and sandbox costs are summed in micro-dollars.
 // Cost is computed for every account; it is billed only for TEAM accounts.
-import type { AccountTier } from '../prisma/generated/client/client';
-import type { Db } from '../server/db';
-import { assertScope } from './authz';
+import type { AccountTier } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import { assertScope } from '../auth/authz';
 import { type RateTable, costMicroUsd } from './cost';
-import { badUserInput } from './errors';
-import type { Principal } from './principal';
-import type { ProviderName } from './providers/types';
+import { badUserInput } from '../errors';
+import type { Principal } from '../auth/principal';
+import type { ProviderName } from '../providers/types';
 
 export const BILLED_TIERS: readonly AccountTier[] = ['TEAM'];
 /** Longest range one query may cover. */

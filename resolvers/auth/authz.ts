@@ -1,6 +1,6 @@
 // Per-resource capability checks (R-AUTH-4). Scope checks on fields say what a credential may do in
 // general; these say whether it may do it to this particular resource.
-import { forbidden } from './errors';
+import { forbidden } from '../errors';
 import type { HumanPrincipal, Principal, Scope } from './principal';
 
 export function assertHuman(principal: Principal): asserts principal is HumanPrincipal {
