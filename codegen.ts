@@ -1,18 +1,27 @@
-// graphql-codegen: typed documents for the tests, the daemon and the CLI, from the committed SDL.
+// graphql-codegen: typed documents from the committed SDL, for the tests (test/generated) and for the
+// daemon (contract/generated), so a schema change that breaks either fails type-checking.
 import type { CodegenConfig } from '@graphql-codegen/cli';
+
+const typesConfig = {
+  scalars: { DateTime: 'string', ID: 'string' },
+  enumsAsTypes: true,
+  avoidOptionals: { field: true, inputValue: false },
+  useTypeImports: true,
+};
 
 const config: CodegenConfig = {
   schema: 'schema.graphql',
-  documents: ['test/documents/**/*.graphql'],
   generates: {
     'test/generated/graphql.ts': {
+      documents: ['test/documents/**/*.graphql'],
       plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
-      config: {
-        scalars: { DateTime: 'string', ID: 'string' },
-        enumsAsTypes: true,
-        avoidOptionals: { field: true, inputValue: false },
-        useTypeImports: true,
-      },
+      config: typesConfig,
+    },
+    // The daemon posts plain strings (no graphql runtime inside the sandbox): documentMode 'string'.
+    'contract/generated/daemon.ts': {
+      documents: ['contract/documents/daemon.graphql'],
+      plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
+      config: { ...typesConfig, documentMode: 'string' },
     },
   },
   errorsOnly: true,

@@ -1,17 +1,24 @@
 // GraphQL client for the sandbox-token mutations of docs/agent-api.md.
+import {
+  ClaimBootstrapDocument,
+  type ReloadPhaseName,
+  type ReloadPhaseStatus,
+  ReleaseLeaseDocument,
+  RenewLeaseDocument,
+  ReportReloadPhaseDocument,
+  ReportRuntimeStateDocument,
+  type ReportTelemetryInput,
+  ReportTelemetryDocument,
+  type RuntimeState,
+  type TelemetryReason,
+  type TypedDocumentString,
+} from '../contract/daemon-api';
 import { Backoff, sleep } from './backoff';
 import type { Logger } from './logger';
 
-export type RuntimeState = 'STARTING' | 'HEALTHY' | 'BUSY' | 'RETRY' | 'IDLE' | 'ERROR';
-export type TelemetryReason = 'INTERVAL' | 'STATE_CHANGE' | 'MEMORY_GUARD';
-export type ReloadPhaseName =
-  | 'CHECK_SESSION'
-  | 'REFRESH_REPOSITORY'
-  | 'COMPILE_AGENT_CONFIG'
-  | 'APPLY_RUNTIME'
-  | 'VALIDATE_RUNTIME'
-  | 'CONFIRM_CONFIG';
-export type ReloadPhaseStatus = 'STARTED' | 'SUCCEEDED' | 'FAILED';
+export type { ReloadPhaseName, ReloadPhaseStatus, RuntimeState, TelemetryReason };
+/** What the daemon reports every interval and on state changes (R-AG-4). */
+export type TelemetryInput = ReportTelemetryInput;
 
 export interface Bootstrap {
   sessionId: string;
@@ -26,18 +33,6 @@ export interface LeaseInfo {
   generation: number;
   expiresAt?: string | null;
   releasedAt?: string | null;
-}
-
-export interface TelemetryInput {
-  sandboxId: string;
-  memoryUsedBytes: number;
-  memoryLimitBytes: number;
-  load1: number;
-  diskUsedBytes: number;
-  diskTotalBytes: number;
-  daemonRssBytes: number;
-  opencodeRssBytes: number;
-  reason: TelemetryReason;
 }
 
 /** Thrown when a mutation answers with one of its `Error` payload types (e.g. `LEASE_FENCED`). */
@@ -79,24 +74,19 @@ export interface ApiClientOptions {
   fetch?: typeof fetch;
 }
 
-const ERROR_FIELDS = '__typename ... on Error { code message field }';
-
 const DOCUMENTS = {
-  claimBootstrap: `mutation ClaimBootstrap { claimBootstrap { __typename ... on ClaimBootstrapSuccess {
-    sessionId sandboxId prompt turnLedgerId agent alreadyClaimed } ${ERROR_FIELDS} } }`,
-  renewLease: `mutation RenewLease($input: RenewLeaseInput!) { renewLease(input: $input) { __typename
-    ... on RenewLeaseSuccess { lease { generation expiresAt } } ${ERROR_FIELDS} } }`,
-  releaseLease: `mutation ReleaseLease($input: ReleaseLeaseInput!) { releaseLease(input: $input) { __typename
-    ... on ReleaseLeaseSuccess { lease { generation releasedAt } } ${ERROR_FIELDS} } }`,
-  reportTelemetry: `mutation ReportTelemetry($input: ReportTelemetryInput!) { reportTelemetry(input: $input) {
-    __typename ... on ReportTelemetrySuccess { sample { at } } ${ERROR_FIELDS} } }`,
-  reportRuntimeState: `mutation ReportRuntimeState($input: ReportRuntimeStateInput!) {
-    reportRuntimeState(input: $input) { __typename ... on ReportRuntimeStateSuccess { sandbox { id } } ${ERROR_FIELDS} } }`,
-  reportReloadPhase: `mutation ReportReloadPhase($input: ReportReloadPhaseInput!) {
-    reportReloadPhase(input: $input) { __typename ... on ReportReloadPhaseSuccess { reload { id status } } ${ERROR_FIELDS} } }`,
+  claimBootstrap: ClaimBootstrapDocument,
+  renewLease: RenewLeaseDocument,
+  releaseLease: ReleaseLeaseDocument,
+  reportTelemetry: ReportTelemetryDocument,
+  reportRuntimeState: ReportRuntimeStateDocument,
+  reportReloadPhase: ReportReloadPhaseDocument,
 } as const;
 
 type Operation = keyof typeof DOCUMENTS;
+/** The variables a document declares, as codegen typed them from schema.graphql. */
+type VariablesOf<O extends Operation> =
+  (typeof DOCUMENTS)[O] extends TypedDocumentString<unknown, infer V> ? V : never;
 
 class RetryableError extends Error {}
 
@@ -159,9 +149,9 @@ export class ApiClient {
   }
 
   /** Runs one mutation; returns its Success payload or throws ApiPayloadError / ApiRequestError. */
-  private async mutate(
-    operation: Operation,
-    variables: Record<string, unknown>,
+  private async mutate<O extends Operation>(
+    operation: O,
+    variables: VariablesOf<O>,
   ): Promise<Record<string, unknown>> {
     const backoff = new Backoff({
       initialMs: this.options.backoff?.initialMs ?? 200,
@@ -193,10 +183,7 @@ export class ApiClient {
     }
   }
 
-  private async post(
-    operation: Operation,
-    variables: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
+  private async post(operation: Operation, variables: unknown): Promise<Record<string, unknown>> {
     let response: Response;
     try {
       response = await this.fetchImpl(this.endpoint, {
@@ -206,7 +193,7 @@ export class ApiClient {
           accept: 'application/graphql-response+json, application/json',
           authorization: `Bearer ${this.options.token}`,
         },
-        body: JSON.stringify({ query: DOCUMENTS[operation], variables, operationName: undefined }),
+        body: JSON.stringify({ query: DOCUMENTS[operation].toString(), variables }),
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch (error) {

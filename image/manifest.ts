@@ -7,7 +7,7 @@
 // for the keys that matter, by the missing-field errors they cause.
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { LineCounter, parseDocument } from 'yaml';
-import type { HardwareSpec } from '../resolvers/providers/types';
+import type { HardwareSpec } from './spec';
 import { type FieldError, HARDWARE_SPEC_KEYS, resolveHardwareSpec } from './spec';
 
 export type { FieldError } from './spec';

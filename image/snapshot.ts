@@ -11,7 +11,7 @@
 // that can only cause a needless rebuild, never a stale image. `COPY --from=…` and remote `ADD`
 // URLs are not context files and are left out (a moving remote tag is not detected).
 import { createHash, type Hash } from 'node:crypto';
-import type { HardwareSpec } from '../resolvers/providers/types';
+import type { HardwareSpec } from './spec';
 import {
   dockerfileForImage,
   type ParsedDockerfile,

@@ -1,6 +1,12 @@
 // Hardware spec defaults and clamping (R-SBX-4). The platform limits apply first; a provider with
 // tighter caps of its own clamps further and names itself in the warning.
-import type { HardwareSpec } from '../resolvers/providers/types';
+
+/** The resources a template asks for; the spec belongs to the template's snapshot (R-SBX-4). */
+export interface HardwareSpec {
+  cpu: number;
+  memoryGiB: number;
+  diskGiB: number;
+}
 
 /** A problem with one field of user input: `field` is its path, `message` says how to fix it. */
 export interface FieldError {

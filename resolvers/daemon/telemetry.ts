@@ -14,7 +14,7 @@ import type { Logger } from '../../server/logger';
 import type { Channels, Envelope } from '../../server/pubsub';
 import { appendManySql } from '../events/event-log';
 import { ValidationError, forbidden } from '../errors';
-import type { TelemetryInput } from '../../agent/api-client';
+import type { ReportTelemetryInput as TelemetryInput } from '../../contract/daemon-api';
 import type { Events } from '../events/events';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';

@@ -1,6 +1,8 @@
 // The one interface every sandbox provider adapter implements (R-SBX-2). Adapters translate
 // between this shape and a provider's SDK; everything provider-specific stays behind it.
 
+import type { HardwareSpec } from '../../image/spec';
+
 export type ProviderName = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
 
 /** Our sandbox states (R-SBX-1); each adapter maps its provider's native states onto these. */
@@ -15,11 +17,7 @@ export type SandboxState =
   | 'DESTROYED'
   | 'ERROR';
 
-export interface HardwareSpec {
-  cpu: number;
-  memoryGiB: number;
-  diskGiB: number;
-}
+export type { HardwareSpec } from '../../image/spec';
 
 export interface CreateSandboxRequest {
   /** Our Sandbox row id; adapters put it in labels/metadata so orphans can be found. */

@@ -10,7 +10,7 @@ import {
   type SnapshotKeyInput,
   snapshotKeyForTemplate,
 } from '../../image/snapshot';
-import type { HardwareSpec } from '../../resolvers/providers/types';
+import type { HardwareSpec } from '../../image/spec';
 import { createTestRepo, type TestRepo } from './git-repo';
 
 const spec: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };

@@ -1,0 +1,22 @@
+// The daemon's side of the control-plane API: its typed documents and the input/enum types both sides
+// use. Generated from schema.graphql + contract/documents/daemon.graphql (npm run generate).
+export {
+  ClaimBootstrapDocument,
+  ReleaseLeaseDocument,
+  RenewLeaseDocument,
+  ReportReloadPhaseDocument,
+  ReportRuntimeStateDocument,
+  ReportTelemetryDocument,
+} from './generated/daemon';
+export type {
+  ReleaseLeaseInput,
+  ReloadPhaseName,
+  ReloadPhaseStatus,
+  RenewLeaseInput,
+  ReportReloadPhaseInput,
+  ReportRuntimeStateInput,
+  ReportTelemetryInput,
+  RuntimeState,
+  TelemetryReason,
+  TypedDocumentString,
+} from './generated/daemon';
