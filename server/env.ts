@@ -1,4 +1,5 @@
-// The one place that reads process.env for the server process (STYLE: one env.ts per process).
+// The server's configuration: the one place that reads it from process.env (STYLE: one env.ts per
+// process). Elsewhere the environment is only inherited by child processes (git, LOCAL sandboxes).
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -8,7 +9,44 @@ const bool = z
 const port = z.coerce.number().int().min(0).max(65_535);
 const ms = z.coerce.number().int().positive();
 
-const schema = z.object({
+const resourceRates = z
+  .object({
+    cpuPerHourUsd: z.number().nonnegative(),
+    memoryGiBPerHourUsd: z.number().nonnegative(),
+    diskGiBPerHourUsd: z.number().nonnegative(),
+  })
+  .partial()
+  .strict();
+const rateOverrides = z
+  .object({
+    LOCAL: resourceRates,
+    DAYTONA: resourceRates,
+    E2B: resourceRates,
+    PLATINUM: resourceRates,
+  })
+  .partial()
+  .strict();
+
+/** SINGULACOMP_RATES: JSON overrides, validated field by field so its problems join the others. */
+const ratesJson = z.string().transform((text, ctx): z.infer<typeof rateOverrides> => {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message})` });
+    return {};
+  }
+  const parsed = rateOverrides.safeParse(json);
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) {
+      ctx.addIssue({ code: 'custom', message: `${i.path.join('.') || '(root)'} ${i.message}` });
+    }
+    return {};
+  }
+  return parsed.data;
+});
+
+const variables = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(4000),
   HOST: z.string().default('0.0.0.0'),
@@ -57,7 +95,7 @@ const schema = z.object({
   /** Provider of new projects that name none (LOCAL unless set). */
   SINGULACOMP_DEFAULT_PROVIDER: z.enum(['LOCAL', 'DAYTONA', 'E2B', 'PLATINUM']).default('LOCAL'),
   /** JSON rate overrides, e.g. {"DAYTONA":{"cpuPerHourUsd":0.03}} (defaults in SPEC R-SBX-5). */
-  SINGULACOMP_RATES: z.string().optional(),
+  SINGULACOMP_RATES: ratesJson.optional(),
   /** Runtime version baked into sandbox images; part of every snapshot key (R-IMG-3). */
   SINGULACOMP_RUNTIME_VERSION: z
     .string()
@@ -86,129 +124,77 @@ const schema = z.object({
   PLATINUM_API_URL: z.string().url().optional(),
 });
 
-const resourceRates = z
-  .object({
-    cpuPerHourUsd: z.number().nonnegative(),
-    memoryGiBPerHourUsd: z.number().nonnegative(),
-    diskGiBPerHourUsd: z.number().nonnegative(),
-  })
-  .partial()
-  .strict();
-const rateOverrides = z
-  .object({
-    LOCAL: resourceRates,
-    DAYTONA: resourceRates,
-    E2B: resourceRates,
-    PLATINUM: resourceRates,
-  })
-  .partial()
-  .strict();
-
 export type ProviderKind = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
 export type RateOverridesEnv = z.infer<typeof rateOverrides>;
 
-export type RawEnv = z.input<typeof schema>;
+export type RawEnv = z.input<typeof variables>;
 
-export interface ServerEnv {
-  nodeEnv: 'development' | 'production' | 'test';
-  port: number;
-  host: string;
-  dataDir: string;
-  databaseUrl: string | null;
-  redisUrl: string | null;
-  logLevel: string;
-  publicUrl: string | null;
-  secretKey: string | null;
-  localEntry: string | null;
+/** The nested, camelCase configuration every other module receives (never process.env itself). */
+const schema = variables.transform((e) => ({
+  nodeEnv: e.NODE_ENV,
+  port: e.PORT,
+  host: e.HOST,
+  dataDir: resolve(e.SINGULACOMP_DATA_DIR),
+  databaseUrl: e.DATABASE_URL ?? null,
+  redisUrl: e.REDIS_URL ?? null,
+  logLevel: e.LOG_LEVEL as string,
+  publicUrl: e.SINGULACOMP_PUBLIC_URL ?? null,
+  secretKey: e.SINGULACOMP_SECRET_KEY ?? null,
+  localEntry: e.SINGULACOMP_LOCAL_ENTRY ?? null,
   /** Extra host variables passed into LOCAL sandboxes (SINGULACOMP_LOCAL_PASS_ENV). */
-  localPassEnv: string[];
-  graphiql: boolean;
-  idleTimeoutMs: number;
-  leaseTtlMs: number;
-  reaperIntervalMs: number;
-  shutdownGraceMs: number;
-  retryAfterSeconds: number;
-  defaultProvider: ProviderKind;
-  rates: RateOverridesEnv;
-  runtimeVersion: string;
-  runtimeBaseUrl: string | null;
-  runtimeSha256: string | null;
-  sandboxEntry: string | null;
-  daytona: { apiKey: string; apiUrl: string; target: string | null } | null;
-  e2b: { apiKey: string; apiUrl: string | null; domain: string | null; sandboxUrl: string | null } | null;
-  platinum: { apiKey: string; apiUrl: string } | null;
-}
+  localPassEnv: e.SINGULACOMP_LOCAL_PASS_ENV ?? [],
+  graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
+  idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
+  leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
+  reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
+  shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
+  retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
+  defaultProvider: e.SINGULACOMP_DEFAULT_PROVIDER as ProviderKind,
+  rates: e.SINGULACOMP_RATES ?? {},
+  runtimeVersion: e.SINGULACOMP_RUNTIME_VERSION ?? '0.1.0',
+  runtimeBaseUrl: e.SINGULACOMP_RUNTIME_BASE_URL ?? null,
+  runtimeSha256: e.SINGULACOMP_RUNTIME_SHA256 ?? null,
+  sandboxEntry: e.SINGULACOMP_SANDBOX_ENTRY ?? null,
+  daytona: e.DAYTONA_API_KEY
+    ? { apiKey: e.DAYTONA_API_KEY, apiUrl: e.DAYTONA_API_URL, target: e.DAYTONA_TARGET ?? null }
+    : null,
+  e2b: e.E2B_API_KEY
+    ? {
+        apiKey: e.E2B_API_KEY,
+        apiUrl: e.E2B_API_URL ?? null,
+        domain: e.E2B_DOMAIN ?? null,
+        sandboxUrl: e.E2B_SANDBOX_URL ?? null,
+      }
+    : null,
+  platinum:
+    e.PLATINUM_API_KEY && e.PLATINUM_API_URL
+      ? { apiKey: e.PLATINUM_API_KEY, apiUrl: e.PLATINUM_API_URL }
+      : null,
+}));
 
-function parseRates(text: string | undefined): { rates: RateOverridesEnv } | { error: string } {
-  if (!text) return { rates: {} };
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return { error: `not JSON (${(error as Error).message})` };
+export type ServerEnv = z.output<typeof schema>;
+
+/** Rules across variables; checked on the raw values so they are reported with every field problem. */
+function crossFieldProblems(raw: Record<string, string>): string[] {
+  const problems: string[] = [];
+  if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
+    problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
   }
-  const parsed = rateOverrides.safeParse(json);
-  if (!parsed.success) {
-    return {
-      error: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; '),
-    };
-  }
-  return { rates: parsed.data };
+  return problems;
 }
 
 /** Parses an environment (process.env by default); every problem is reported at once. */
 export function parseEnv(source: Record<string, string | undefined> = process.env): ServerEnv {
-  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const cleaned = Object.fromEntries(
+    Object.entries(source).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '',
+    ),
+  );
   const result = schema.safeParse(cleaned);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`Invalid environment:\n${lines.join('\n')}`);
-  }
-  const e = result.data;
-  const rates = parseRates(e.SINGULACOMP_RATES);
-  const problems: string[] = [];
-  if ('error' in rates) problems.push(`  SINGULACOMP_RATES: ${rates.error}`);
-  if (e.PLATINUM_API_KEY && !e.PLATINUM_API_URL)
-    problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
-  if (problems.length > 0) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
-  return {
-    nodeEnv: e.NODE_ENV,
-    port: e.PORT,
-    host: e.HOST,
-    dataDir: resolve(e.SINGULACOMP_DATA_DIR),
-    databaseUrl: e.DATABASE_URL ?? null,
-    redisUrl: e.REDIS_URL ?? null,
-    logLevel: e.LOG_LEVEL,
-    publicUrl: e.SINGULACOMP_PUBLIC_URL ?? null,
-    secretKey: e.SINGULACOMP_SECRET_KEY ?? null,
-    localEntry: e.SINGULACOMP_LOCAL_ENTRY ?? null,
-    localPassEnv: e.SINGULACOMP_LOCAL_PASS_ENV ?? [],
-    graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
-    idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
-    leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
-    reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
-    shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
-    retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
-    defaultProvider: e.SINGULACOMP_DEFAULT_PROVIDER,
-    rates: 'rates' in rates ? rates.rates : {},
-    runtimeVersion: e.SINGULACOMP_RUNTIME_VERSION ?? '0.1.0',
-    runtimeBaseUrl: e.SINGULACOMP_RUNTIME_BASE_URL ?? null,
-    runtimeSha256: e.SINGULACOMP_RUNTIME_SHA256 ?? null,
-    sandboxEntry: e.SINGULACOMP_SANDBOX_ENTRY ?? null,
-    daytona: e.DAYTONA_API_KEY
-      ? { apiKey: e.DAYTONA_API_KEY, apiUrl: e.DAYTONA_API_URL, target: e.DAYTONA_TARGET ?? null }
-      : null,
-    e2b: e.E2B_API_KEY
-      ? {
-          apiKey: e.E2B_API_KEY,
-          apiUrl: e.E2B_API_URL ?? null,
-          domain: e.E2B_DOMAIN ?? null,
-          sandboxUrl: e.E2B_SANDBOX_URL ?? null,
-        }
-      : null,
-    platinum:
-      e.PLATINUM_API_KEY && e.PLATINUM_API_URL
-        ? { apiKey: e.PLATINUM_API_KEY, apiUrl: e.PLATINUM_API_URL }
-        : null,
-  };
+  const problems = [
+    ...(result.success ? [] : result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)),
+    ...crossFieldProblems(cleaned),
+  ];
+  if (problems.length > 0 || !result.success) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
+  return result.data;
 }

@@ -1,0 +1,45 @@
+// The server's configuration is parsed once, with every problem reported in one error.
+import { describe, expect, it } from 'vitest';
+import { parseEnv } from '../../server/env';
+
+describe('parseEnv', () => {
+  it('reports every invalid variable at once, cross-field rules included', () => {
+    let message = '';
+    try {
+      parseEnv({
+        PORT: 'not-a-port',
+        SINGULACOMP_RATES: '{"DAYTONA":{"cpuPerHourUsd":-1}}',
+        SINGULACOMP_IDLE_TIMEOUT_MS: '0',
+        PLATINUM_API_KEY: 'k',
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message.split('\n')[0]).toBe('Invalid environment:');
+    expect(message).toContain('PORT:');
+    expect(message).toContain('SINGULACOMP_RATES: DAYTONA.cpuPerHourUsd');
+    expect(message).toContain('SINGULACOMP_IDLE_TIMEOUT_MS:');
+    expect(message).toContain('PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
+    expect(message.split('\n')).toHaveLength(5);
+  });
+
+  it('reports malformed rate JSON beside the other problems', () => {
+    expect(() => parseEnv({ SINGULACOMP_RATES: '{', HOST: '' })).toThrow(/SINGULACOMP_RATES: not JSON/);
+  });
+
+  it('maps variables to the nested camelCase configuration with defaults', () => {
+    const env = parseEnv({
+      PORT: '4100',
+      SINGULACOMP_RATES: '{"E2B":{"cpuPerHourUsd":0.05}}',
+      DAYTONA_API_KEY: 'dk',
+      SINGULACOMP_LOCAL_PASS_ENV: 'A_B, C',
+    });
+    expect(env.port).toBe(4100);
+    expect(env.rates).toEqual({ E2B: { cpuPerHourUsd: 0.05 } });
+    expect(env.daytona).toEqual({ apiKey: 'dk', apiUrl: 'https://app.daytona.io/api', target: null });
+    expect(env.e2b).toBeNull();
+    expect(env.localPassEnv).toEqual(['A_B', 'C']);
+    expect(env.idleTimeoutMs).toBe(15 * 60_000);
+    expect(env.graphiql).toBe(true);
+  });
+});
