@@ -1,19 +1,19 @@
 // The domain services one server process runs, wired together. Schema resolvers reach everything
 // through `ctx.services`; nothing here knows about HTTP or GraphQL transports.
-import type { Database, Db } from '../server/db';
-import type { ServerEnv } from '../server/env';
-import type { Keys } from '../server/keys';
-import type { Logger } from '../server/logger';
-import type { PubSub } from '../server/pubsub';
+import type { Database, Db } from './platform';
+import type { Logger } from './platform';
+import type { PubSub } from './events/channels';
+import type { Keys } from './auth/keys';
 import { type AccountService, createAccountService } from './accounts/accounts';
 import { type BootstrapService, createBootstrapService } from './daemon/claim';
-import { type RateTable, resolveRates } from './billing/cost';
+import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
 import type { GitService } from './git/git';
 import { type LeaseService, createLeaseService } from './leases/leases';
 import { type ManifestService, createManifestService } from './projects/manifests';
 import { type ProjectService, createProjectService } from './projects/projects';
 import type { ProviderRegistry } from './providers/registry';
+import type { ProviderName } from './providers/types';
 import { type Provisioner, createProvisioner } from './sessions/provisioning';
 import { type Reaper, createReaper } from './leases/reaper';
 import { createRecovery } from './sessions/recovery';
@@ -25,10 +25,23 @@ import { type TelemetryService, createTelemetryService } from './daemon/telemetr
 import { type TokenService, createTokenService } from './auth/tokens';
 import { type UsageService, createUsageService } from './billing/usage';
 
+/** The settings the domain services take (server/env.ts maps the environment onto them). */
+export interface ServicesConfig {
+  defaultProvider: ProviderName;
+  rates: RateOverrides;
+  runtimeVersion: string;
+  runtimeBaseUrl: string | null;
+  runtimeSha256: string | null;
+  retryAfterSeconds: number;
+  leaseTtlMs: number;
+  idleTimeoutMs: number;
+  reaperIntervalMs: number;
+}
+
 export interface Services {
   db: Db;
   database: Database;
-  env: ServerEnv;
+  config: ServicesConfig;
   keys: Keys;
   logger: Logger;
   pubsub: PubSub;
@@ -54,7 +67,7 @@ export interface Services {
 
 export interface ServicesOptions {
   database: Database;
-  env: ServerEnv;
+  config: ServicesConfig;
   keys: Keys;
   logger: Logger;
   pubsub: PubSub;
@@ -72,17 +85,17 @@ export function createServices(options: ServicesOptions): Services {
   const projects = createProjectService({
     db,
     encryptionKey: options.keys.encryption,
-    defaultProvider: options.env.defaultProvider,
+    defaultProvider: options.config.defaultProvider,
   });
-  const rates = resolveRates(options.env.rates);
+  const rates = resolveRates(options.config.rates);
   const usage = createUsageService({ db, rates });
   const snapshots = createSnapshotService({
     db,
     git: options.git,
     logger: options.logger,
-    runtimeVersion: options.env.runtimeVersion,
-    ...(options.env.runtimeBaseUrl ? { runtimeBaseUrl: options.env.runtimeBaseUrl } : {}),
-    runtimeSha256: options.env.runtimeSha256,
+    runtimeVersion: options.config.runtimeVersion,
+    ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
+    runtimeSha256: options.config.runtimeSha256,
   });
   // The lifecycle and the provisioner call each other (provision on create, fail on error).
   let sessions: SessionLifecycle;
@@ -105,7 +118,7 @@ export function createServices(options: ServicesOptions): Services {
     events,
     logger: options.logger,
     encryptionKey: options.keys.encryption,
-    retryAfterSeconds: options.env.retryAfterSeconds,
+    retryAfterSeconds: options.config.retryAfterSeconds,
     provision: (id) => provisioner.start(id),
     teardown: (id, reason) => provisioner.teardown(id, reason),
   });
@@ -120,7 +133,7 @@ export function createServices(options: ServicesOptions): Services {
     db,
     providers: options.providers,
     logger: options.logger,
-    leaseTtlMs: options.env.leaseTtlMs,
+    leaseTtlMs: options.config.leaseTtlMs,
   });
   const telemetry = createTelemetryService({
     db,
@@ -132,8 +145,8 @@ export function createServices(options: ServicesOptions): Services {
   const reaper = createReaper({
     db,
     logger: options.logger,
-    idleTimeoutMs: options.env.idleTimeoutMs,
-    intervalMs: options.env.reaperIntervalMs,
+    idleTimeoutMs: options.config.idleTimeoutMs,
+    intervalMs: options.config.reaperIntervalMs,
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
     housekeeping: async () => {
       await telemetry.pruneExpired();
@@ -151,7 +164,7 @@ export function createServices(options: ServicesOptions): Services {
   return {
     db,
     database: options.database,
-    env: options.env,
+    config: options.config,
     keys: options.keys,
     logger: options.logger,
     pubsub: options.pubsub,

@@ -34,9 +34,22 @@ import type { Services } from '../resolvers/services';
   });
 };
 
+/** What a subscription resolver may ask of its connection (absent for in-process execution). */
+export interface ConnectionHandle {
+  principal: Principal;
+  /** Closes the socket with 4401 and throws when the token expired since it connected. */
+  assertValid(): void;
+  /** Records the seq of the event being delivered (sent as `extensions.seq`). */
+  delivered(seq: number): void;
+  slowConsumer(lastSeq: number): void;
+  maxBufferedEvents: number;
+}
+
 export interface Context {
   principal: Principal | null;
   services: Services;
+  /** The WebSocket connection a subscription runs on (absent over HTTP and in-process execution). */
+  connection?: ConnectionHandle;
 }
 
 export const builder = new SchemaBuilder<{

@@ -7,7 +7,7 @@ import './projects';
 import './sessions';
 import './sandboxes';
 import './tokens';
-import './agent';
+import './daemon';
 import './subscriptions';
 import './usage';
 

@@ -7,8 +7,7 @@ import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import type { Principal } from '../resolvers/auth/principal';
-import type { Channels, Envelope, StreamTopic } from '../server/pubsub';
-import { connectionOf } from '../server/realtime';
+import type { Channels, Envelope, StreamTopic } from '../resolvers/events/channels';
 import { type Context, builder } from './builder';
 import { canReadSandbox } from './sandboxes';
 
@@ -30,7 +29,7 @@ async function* follow<T extends StreamTopic>(
   check: (principal: Principal, payload: Channels[T]) => void,
   coalesce = false,
 ): AsyncGenerator<Envelope<T>> {
-  const connection = connectionOf(ctx);
+  const connection = ctx.connection;
   const stream = ctx.services.pubsub.subscribe(topic, key, {
     after,
     coalesce,

@@ -22,7 +22,8 @@ import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
 import { type Logger, createLogger } from './logger';
 import { migrate } from './migrate';
-import { type PubSub, createInProcessBroker, createPubSub } from './pubsub';
+import { createInProcessBroker, createPubSub } from './pubsub';
+import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
@@ -158,7 +159,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   let url = '';
   const services = createServices({
     database,
-    env,
+    config: env,
     keys,
     logger,
     pubsub,

@@ -7,27 +7,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../prisma/generated/client/client';
+import type { Database, RawSql } from '../resolvers/platform';
 
-export type Db = PrismaClient;
-
-/** Minimal raw SQL surface shared by both engines. */
-export interface RawSql {
-  /** Runs one or more statements with no parameters (migration files). */
-  exec(sql: string): Promise<void>;
-  query<T extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
-  /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
-  withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;
-  close(): Promise<void>;
-}
-
-export interface Database {
-  prisma: PrismaClient;
-  raw: RawSql;
-  kind: 'postgres' | 'pglite';
-  /** SQL statements sent through Prisma since start (tests and benchmarks pin N+1 behaviour with it). */
-  stats: { statements: number; log: string[] | null };
-  close(): Promise<void>;
-}
+export type { Database, Db, RawSql } from '../resolvers/platform';
 
 type AnyFn = (...args: unknown[]) => unknown;
 

@@ -3,13 +3,9 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Keys } from '../resolvers/auth/keys';
 
-export interface Keys {
-  /** AES-256-GCM key for secrets and credentials at rest. */
-  encryption: Buffer;
-  /** HS256 key for sandbox tokens. */
-  sandboxJwt: Uint8Array;
-}
+export type { Keys };
 
 function derive(root: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', root, Buffer.alloc(0), `singulacomp:${purpose}`, 32));

@@ -4,7 +4,8 @@
 // log and subscribers learn of the interruption through onHealth.
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger';
-import { type Broker, type Envelope, PROCESS_ID } from './pubsub';
+import { type Broker, PROCESS_ID } from './pubsub';
+import type { Envelope } from '../resolvers/events/channels';
 
 export interface RedisBrokerOptions {
   url: string;

@@ -10,7 +10,7 @@ import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 import type { Context } from '../schema/builder';
 import type { Logger } from './logger';
-import type { PubSub } from './pubsub';
+import type { PubSub } from '../resolvers/events/channels';
 import type { EventLog } from '../resolvers/events/event-log';
 
 /** WebSocket close codes this server uses (4400–4499 mirror HTTP statuses, as graphql-ws does). */
@@ -46,24 +46,7 @@ export interface RealtimeOptions {
   pruneIntervalMs?: number;
 }
 
-/** What a subscription resolver may ask of its connection (absent for in-process execution). */
-export interface ConnectionHandle {
-  principal: Principal;
-  /** Closes the socket with 4401 and throws when the token expired since it connected. */
-  assertValid(): void;
-  /** Records the seq of the event being delivered (sent as `extensions.seq`). */
-  delivered(seq: number): void;
-  slowConsumer(lastSeq: number): void;
-  maxBufferedEvents: number;
-}
-
-const handles = new WeakMap<object, ConnectionHandle>();
 const seqs = new WeakMap<object, number>();
-
-/** The connection an operation's context belongs to (null over HTTP). */
-export function connectionOf(context: object): ConnectionHandle | null {
-  return handles.get(context) ?? null;
-}
 
 interface Tracked {
   socket: WebSocket;
@@ -216,7 +199,7 @@ export function createRealtimeServer(deps: {
         const errors = enveloped.validate(enveloped.schema, document);
         if (errors.length > 0) return errors;
         const contextValue = (await enveloped.contextFactory()) as object;
-        handles.set(contextValue, {
+        (contextValue as Context).connection = {
           principal,
           maxBufferedEvents,
           assertValid() {
@@ -229,7 +212,7 @@ export function createRealtimeServer(deps: {
             logger.info({ tokenId: principal.tokenId, lastSeq }, 'closing slow consumer');
             socket.close(CLOSE_CODES.slowConsumer, `Slow consumer: resubscribe with after: ${lastSeq}`);
           },
-        });
+        };
         const args = {
           schema: enveloped.schema,
           operationName: params.operationName,

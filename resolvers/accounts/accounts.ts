@@ -1,6 +1,6 @@
 // Accounts, tiers and the bootstrap admin (R-AUTH-1, R-RUN-1).
 import type { AccountTier } from '../../prisma/generated/client/enums';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { assertAccountAdmin } from '../auth/authz';
 import { ValidationError } from '../errors';
 import { SCOPES } from '../auth/principal';

@@ -3,7 +3,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { SignJWT, jwtVerify } from 'jose';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { ValidationError, forbidden, unauthenticated } from '../errors';
 import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } from './principal';
 

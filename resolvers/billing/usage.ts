@@ -4,7 +4,7 @@
 // (started seconds billed, resources × provider rate), and sandbox costs are summed in micro-dollars.
 // Cost is computed for every account; it is billed only for TEAM accounts.
 import type { AccountTier } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { assertScope } from '../auth/authz';
 import { type RateTable, costMicroUsd } from './cost';
 import { badUserInput } from '../errors';

@@ -1,7 +1,7 @@
 // claimBootstrap (R-SBX-3): the daemon fetches the initial prompt and turn-ledger id with its token
 // instead of receiving them in the environment. The first claim wins atomically; a restarted daemon
 // gets alreadyClaimed: true and no prompt, so the prompt is never sent twice.
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { NotFoundError, forbidden } from '../errors';
 import type { Principal } from '../auth/principal';
 

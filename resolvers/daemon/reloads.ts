@@ -5,8 +5,8 @@
 // SUCCEEDED. A daemon that cannot be reached, or refuses, ends the reload FAILED at once.
 import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
 import type { Reload, ReloadPhaseName, ReloadPhaseStatus } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { assertCanWriteSession } from '../auth/authz';
 import { decrypt } from '../auth/crypto';
 import { ConflictError, NotFoundError, forbidden } from '../errors';

@@ -3,7 +3,7 @@
 // an ERROR keeps its message in Sandbox.error (a memory-guard abort arrives this way with the
 // SandboxMemoryGuard numbers) until the next ERROR replaces it.
 import type { Sandbox } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { ConflictError, ValidationError } from '../errors';
 import type { Events } from '../events/events';
 import { parseId } from '../ids';

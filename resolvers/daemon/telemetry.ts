@@ -9,9 +9,9 @@
 // hot path: per sandbox every `pruneEvery` inserts (keep the newest `keepPerSandbox`), and by age from the
 // reaper's fleet-wide tick (`pruneExpired`).
 import type { TelemetrySample } from '../../prisma/generated/client/client';
-import type { Db, RawSql } from '../../server/db';
-import type { Logger } from '../../server/logger';
-import type { Channels, Envelope } from '../../server/pubsub';
+import type { Db, RawSql } from '../platform';
+import type { Logger } from '../platform';
+import type { Channels, Envelope } from '../events/channels';
 import { appendManySql } from '../events/event-log';
 import { ValidationError, forbidden } from '../errors';
 import type { ReportTelemetryInput as TelemetryInput } from '../../contract/daemon-api';

@@ -2,13 +2,11 @@
 // keeps recent events for replay. Counter and event row are written in one statement (or in the
 // caller's transaction), so seq k is committed before seq k + 1 can be assigned: a reader that
 // sees k + 1 can always read k.
-import type { Database } from '../../server/db';
-import type { Channels, Envelope, StreamTopic } from '../../server/pubsub';
+import type { Database, SqlClient } from '../platform';
+import type { Channels, Envelope, StreamTopic } from './channels';
 
 /** A Prisma client or interactive transaction. */
-export interface SqlClient {
-  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
-}
+export type { SqlClient };
 
 export interface EventLog {
   append<T extends StreamTopic>(topic: T, key: string, payload: Channels[T], tx?: SqlClient): Promise<number>;

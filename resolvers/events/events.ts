@@ -3,8 +3,8 @@
 // `transaction()`, which logs the events inside the transaction and broadcasts them after the
 // commit (a rollback publishes nothing). Each returns the event's seq, or null when it could not be
 // logged; publishing failures are logged, never thrown into the write path.
-import type { Logger } from '../../server/logger';
-import type { Channels, Envelope, PubSub, StreamTopic, Topic } from '../../server/pubsub';
+import type { Logger } from '../platform';
+import type { Channels, Envelope, PubSub, StreamTopic, Topic } from './channels';
 import type { SqlClient } from './event-log';
 
 export type Events = ReturnType<typeof createEvents>;

@@ -7,8 +7,8 @@
 // Every state change is one SQL statement (row locks + ON CONFLICT), so it is atomic against the
 // reaper's fencing update on any number of server processes, on PostgreSQL and PGlite alike.
 import type { ExecutionLease } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { ConflictError, LeaseFencedError, NotFoundError, ValidationError, forbidden } from '../errors';
 import { parseId } from '../ids';
 import type { Principal, SandboxPrincipal } from '../auth/principal';

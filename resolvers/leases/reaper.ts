@@ -14,8 +14,8 @@
 // Stop reasons: LEASE_EXPIRED when the lease expired without being released (a dead or cut-off
 // daemon), IDLE_REAPED otherwise (released after the last turn, or never acquired).
 import { Prisma, type StopReason } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { REAPER_HOLDER_PREFIX } from './leases';
 
 /** Advisory lock key of the reaper ("SCREAPER" as ASCII). */

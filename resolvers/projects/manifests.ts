@@ -1,7 +1,7 @@
 // syncProjectManifest: reads singulacomp.yaml (or legacy singulacomp.toml) from the repository at a
 // ref and replaces the project's templates with what it declares (R-IMG-1, R-SBX-4).
 import { loadManifest } from '../../image/manifest';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { assertCanWriteProject } from '../auth/authz';
 import { ManifestInvalidError, NotFoundError } from '../errors';
 import type { GitService } from '../git/git';

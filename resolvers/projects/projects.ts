@@ -1,6 +1,6 @@
 // Projects and their secrets (R-AUTH-5).
 import type { Project } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { assertCanReadProject, assertCanWriteProject, assertScope } from '../auth/authz';
 import { encrypt } from '../auth/crypto';
 import { ConflictError, NotFoundError, ReservedSecretNameError, ValidationError } from '../errors';

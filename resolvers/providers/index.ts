@@ -1,12 +1,19 @@
 // Builds the cloud adapters this server has credentials for (R-SBX-2). Only configured providers
 // exist; a project or template naming another one fails its sessions with ProviderNotConfiguredError.
 // Keys come from the server's environment and never reach a sandbox.
-import type { ServerEnv } from '../../server/env';
 import { DaytonaProvider } from './daytona';
 import { E2BProvider } from './e2b';
 import type { RetryOptions } from './errors';
 import { PlatinumProvider } from './platinum';
 import type { ProviderName, SandboxProvider } from './types';
+
+/** Credentials and endpoints of the cloud providers (server/env.ts reads them from the environment). */
+export interface CloudProviderSettings {
+  sandboxEntry: string | null;
+  daytona: { apiKey: string; apiUrl: string; target: string | null } | null;
+  e2b: { apiKey: string; apiUrl: string | null; domain: string | null; sandboxUrl: string | null } | null;
+  platinum: { apiKey: string; apiUrl: string } | null;
+}
 
 export interface CloudProvidersOptions {
   /** Entry command of every cloud sandbox. @default env.sandboxEntry, else the image's entrypoint */
@@ -16,7 +23,7 @@ export interface CloudProvidersOptions {
 
 /** Cloud adapters for every provider whose API key is set in `env`. */
 export function createCloudProviders(
-  env: Pick<ServerEnv, 'daytona' | 'e2b' | 'platinum' | 'sandboxEntry'>,
+  env: CloudProviderSettings,
   options: CloudProvidersOptions = {},
 ): SandboxProvider[] {
   const entry = options.entryCommand ?? env.sandboxEntry ?? undefined;

@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import type { Session, StopReason } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
 import { decrypt } from '../auth/crypto';
 import {

@@ -8,8 +8,8 @@
 // on the way is destroyed so nothing leaks. Each running interval is a SandboxInterval row (cost).
 import { applyProviderCaps } from '../../image/spec';
 import type { ProvisioningPhase, StopReason } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { decrypt, encrypt } from '../auth/crypto';
 import type { Events } from '../events/events';
 import { ProviderNotFoundError } from '../providers/errors';

@@ -2,8 +2,8 @@
 // would otherwise sit in PROVISIONING forever and hold a slot of the concurrent-session limit.
 // Any server process may run this sweep: the FAILED transition is a conditional update, so a
 // session is failed once, and never while another process is still provisioning it in time.
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import type { SessionLifecycle } from './lifecycle';
 
 export interface RecoveryOptions {

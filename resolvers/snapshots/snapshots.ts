@@ -18,8 +18,8 @@ import {
 import { createGitTreeReader } from '../../image/repo-files';
 import { computeSnapshotKey } from '../../image/snapshot';
 import type { Snapshot } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import type { GitService, RepoRef } from '../git/git';
 import type { HardwareSpec, SandboxProvider } from '../providers/types';
 

@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
-import type { Envelope } from '../../server/pubsub';
+import type { Envelope } from '../../resolvers/events/channels';
 import { AccountSessionsDocument } from '../generated/graphql';
 import { type TestDatabase, createTestDatabase } from '../support/database';
 import { waitFor } from '../support/wait';

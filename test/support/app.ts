@@ -10,7 +10,7 @@ import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import type { SandboxProvider } from '../../resolvers/providers/types';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
-import type { PubSub } from '../../server/pubsub';
+import type { PubSub } from '../../resolvers/events/channels';
 import { type TestDatabase, createTestDatabase } from './database';
 import { killLocalSandboxes } from './spawn-server';
 

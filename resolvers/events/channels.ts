@@ -1,0 +1,97 @@
+// The domain's realtime channels (topic → payload) and the pub/sub port the services publish through.
+// server/pubsub.ts implements the port (event log + broker); services and schema depend only on this.
+import { GraphQLError } from 'graphql';
+import type { SqlClient } from '../platform';
+
+/** A telemetry sample carried inside its event, so delivering it needs no database read. */
+export interface TelemetrySnapshot {
+  at: string;
+  memoryUsedBytes: number;
+  memoryLimitBytes: number;
+  load1: number;
+  diskUsedBytes: number;
+  diskTotalBytes: number;
+  daemonRssBytes: number;
+  opencodeRssBytes: number;
+  reason: 'INTERVAL' | 'STATE_CHANGE' | 'MEMORY_GUARD';
+}
+
+/** topic → payload. Payloads carry ids plus the state at the time; subscribers re-check capability. */
+export interface Channels {
+  sessionUpdated: { sessionId: string; accountId: string; status: string };
+  sandboxUpdated: { sandboxId: string; sessionId: string; accountId: string; status: string };
+  telemetry: {
+    sandboxId: string;
+    sessionId: string;
+    accountId: string;
+    sampleId: string;
+    /** The sample itself; when absent the subscriber reads it by sampleId. */
+    sample?: TelemetrySnapshot;
+  };
+  reloadProgress: { reloadId: string; sessionId: string; accountId: string; status?: string; phase?: string };
+  /** `sessionSeq` is the seq of the matching sessionUpdated event (Session.seq). */
+  accountSessions: { sessionId: string; accountId: string; status: string; sessionSeq?: number };
+  /** Control message: close this token's sockets on every process. Not logged, no seq. */
+  tokenRevoked: { tokenId: string };
+}
+export type Topic = keyof Channels;
+/** Topics that are logged, numbered and replayable. */
+export type StreamTopic = Exclude<Topic, 'tokenRevoked'>;
+export const CONTROL_TOPICS: ReadonlySet<Topic> = new Set<Topic>(['tokenRevoked']);
+
+export interface Envelope<T extends Topic = Topic> {
+  topic: T;
+  key: string;
+  /** Per-(topic, key) monotonic sequence number; 0 for control messages. */
+  seq: number;
+  payload: Channels[T];
+}
+
+export interface SubscribeOptions {
+  /** Replay events with seq > after first (null/undefined: live only). */
+  after?: number | null;
+  signal?: AbortSignal;
+  /** Keep only the newest undelivered live event (telemetry). */
+  coalesce?: boolean;
+  /** Undelivered events a slow consumer may accumulate before the stream fails. @default 1_000 */
+  maxBuffered?: number;
+  /** Called instead of failing the stream when the buffer overflows (the server closes the socket). */
+  onOverflow?: (lastSeq: number) => void;
+}
+
+export interface PubSub {
+  /** Logs and broadcasts an event; returns its seq (null when logging failed, e.g. no database). */
+  publish<T extends Topic>(topic: T, key: string, payload: Channels[T]): Promise<number | null>;
+  /** Logs an event inside the caller's transaction; broadcast the result after the commit. */
+  record<T extends StreamTopic>(
+    tx: SqlClient,
+    topic: T,
+    key: string,
+    payload: Channels[T],
+  ): Promise<Envelope<T>>;
+  broadcast(envelope: Envelope): Promise<void>;
+  subscribe<T extends StreamTopic>(
+    topic: T,
+    key: string,
+    options?: SubscribeOptions,
+  ): AsyncIterableIterator<Envelope<T>>;
+  /** Control messages (tokenRevoked) from this and every other process. */
+  onControl<T extends Topic>(topic: T, listener: (payload: Channels[T]) => void): () => void;
+  /** Latest seq on (topic, key), 0 when none. */
+  currentSeq(topic: StreamTopic, key: string): Promise<number>;
+  healthy(): boolean;
+  onHealth(listener: (healthy: boolean) => void): () => void;
+  /** Live subscriptions held by this process. */
+  subscriptionCount(): number;
+  close(): Promise<void>;
+}
+
+export class StreamInterruptedError extends GraphQLError {
+  constructor(
+    code: 'PUBSUB_UNAVAILABLE' | 'SLOW_CONSUMER' | 'REPLAY_UNAVAILABLE',
+    message: string,
+    seq: number | null,
+  ) {
+    super(message, { extensions: { code, seq } });
+  }
+}

@@ -1,0 +1,32 @@
+// What the domain services need from the platform, as types only: the database handles (opened by
+// server/db.ts) and the logger (created by server/logger.ts). Services never import server/.
+import type { Logger } from 'pino';
+import type { PrismaClient } from '../prisma/generated/client/client';
+
+export type { Logger };
+
+export type Db = PrismaClient;
+
+/** Minimal raw SQL surface shared by both engines. */
+export interface RawSql {
+  /** Runs one or more statements with no parameters (migration files). */
+  exec(sql: string): Promise<void>;
+  query<T extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
+  withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface Database {
+  prisma: PrismaClient;
+  raw: RawSql;
+  kind: 'postgres' | 'pglite';
+  /** SQL statements sent through Prisma since start (tests and benchmarks pin N+1 behaviour with it). */
+  stats: { statements: number; log: string[] | null };
+  close(): Promise<void>;
+}
+
+/** The raw-SQL surface of a Prisma client or of an interactive transaction (event-log appends). */
+export interface SqlClient {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
+}
