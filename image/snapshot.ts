@@ -12,15 +12,8 @@
 // URLs are not context files and are left out (a moving remote tag is not detected).
 import { createHash, type Hash } from 'node:crypto';
 import type { HardwareSpec } from './spec';
-import {
-  dockerfileForImage,
-  type ParsedDockerfile,
-  parseDockerfile,
-  RUNTIME_LAYER_FORMAT,
-  type RuntimeSource,
-  splitArguments,
-  splitFlags,
-} from './dockerfile';
+import { dockerfileForImage, RUNTIME_LAYER_FORMAT, type RuntimeSource } from './dockerfile';
+import { type ParsedDockerfile, parseDockerfile, splitArguments, splitFlags } from './dockerfile-parser';
 import type { SandboxTemplate } from './manifest';
 import type { RepoFileEntry, RepoFileReader } from './repo-files';
 

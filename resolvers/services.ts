@@ -5,7 +5,7 @@ import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
 import type { Keys } from './auth/keys';
 import { type AccountService, createAccountService } from './accounts/accounts';
-import { type BootstrapService, createBootstrapService } from './daemon/claim';
+import { type ClaimService, createClaimService } from './daemon/claim';
 import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
 import type { GitService } from './git/git';
@@ -61,7 +61,7 @@ export interface Services {
   reaper: Reaper;
   telemetry: TelemetryService;
   runtimeState: RuntimeStateService;
-  bootstrap: BootstrapService;
+  claims: ClaimService;
   reloads: ReloadService;
 }
 
@@ -154,7 +154,7 @@ export function createServices(options: ServicesOptions): Services {
     },
   });
   const runtimeState = createRuntimeStateService({ db, events });
-  const bootstrap = createBootstrapService({ db });
+  const claims = createClaimService({ db });
   const reloads = createReloadService({
     db,
     events,
@@ -184,7 +184,7 @@ export function createServices(options: ServicesOptions): Services {
     reaper,
     telemetry,
     runtimeState,
-    bootstrap,
+    claims,
     reloads,
   };
 }

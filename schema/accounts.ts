@@ -15,10 +15,8 @@ export const AccountRef = builder.prismaObject('Account', {
       resolve: (account) => sessionLimit(account),
     }),
     liveSessionCount: t.int({
-      resolve: (account, _args, ctx) =>
-        ctx.services.db.session.count({
-          where: { accountId: account.id, status: { in: ['PROVISIONING', 'RUNNING'] } },
-        }),
+      description: 'Sessions counting against the limit now (PROVISIONING or RUNNING).',
+      resolve: (account, _args, ctx) => ctx.services.accounts.liveSessionCount(account.id),
     }),
   }),
 });

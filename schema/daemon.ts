@@ -1,7 +1,7 @@
 // The daemon's mutations (docs/agent-api.md): claimBootstrap, renewLease, releaseLease,
 // reportTelemetry, reportRuntimeState, reportReloadPhase — sandbox token only, each for its own
 // session/sandbox — and reloadSession for users. Logic lives in resolvers/ (leases, telemetry,
-// runtime-state, bootstrap-claim, reloads).
+// runtime-state, claim, reloads).
 import { LeaseFencedError } from '../resolvers/errors';
 import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
@@ -35,7 +35,7 @@ builder.mutationField('claimBootstrap', (t) =>
     type: ClaimBootstrapSuccess,
     authScopes: { sandbox: true },
     errors: { types: COMMON_ERRORS },
-    resolve: (_root, _args, ctx) => ctx.services.bootstrap.claim(ctx.principal),
+    resolve: (_root, _args, ctx) => ctx.services.claims.claim(ctx.principal),
   }),
 );
 

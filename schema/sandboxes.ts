@@ -3,6 +3,7 @@ import type { Principal } from '../resolvers/auth/principal';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { sandboxCostUsd } from '../resolvers/billing/metering';
+import { isLeaseLive } from '../resolvers/leases/leases';
 import { builder } from './builder';
 import { ProviderEnum, SandboxStatusEnum, StopReasonEnum, TelemetryReasonEnum } from './enums';
 
@@ -51,7 +52,7 @@ export const SandboxRef = builder.prismaNode('Sandbox', {
       select: { lease: true },
       resolve: (sandbox) => {
         const lease = sandbox.lease;
-        if (lease && lease.releasedAt === null && lease.expiresAt.getTime() > Date.now()) {
+        if (lease && isLeaseLive(lease)) {
           return `execution lease generation ${lease.generation} held until ${lease.expiresAt.toISOString()}`;
         }
         return null;

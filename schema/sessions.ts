@@ -4,6 +4,7 @@ import { BaseRefNotFoundError, RepositoryUnreachableError, badUserInput } from '
 import { tryParseId } from '../resolvers/ids';
 import { ProvisioningPhase } from '../prisma/generated/client/enums';
 import { sandboxCostUsd } from '../resolvers/billing/metering';
+import { isLeaseLive } from '../resolvers/leases/leases';
 import { builder, successType } from './builder';
 import {
   ReloadPhaseNameEnum,
@@ -87,7 +88,7 @@ builder.prismaObject('ExecutionLease', {
     releasedAt: t.expose('releasedAt', { type: 'DateTime', nullable: true }),
     live: t.boolean({
       description: 'Held and not expired: the idle reaper leaves the sandbox alone.',
-      resolve: (lease) => lease.releasedAt === null && lease.expiresAt.getTime() > Date.now(),
+      resolve: (lease) => isLeaseLive(lease),
     }),
   }),
 });
@@ -148,15 +149,11 @@ builder.queryField('sessions', (t) =>
           projectId = tryParseId(String(args.projectId), 'Project') ?? undefined;
           if (!projectId) throw badUserInput('Not a valid Project id.', ['projectId']);
         }
-        return ctx.services.db.session.findMany({
-          ...query,
-          where: {
-            accountId: ctx.principal!.accountId,
-            ...(args.status ? { status: args.status } : {}),
-            ...(projectId ? { projectId } : {}),
-          },
-          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-        });
+        return ctx.services.sessions.list(
+          ctx.principal!,
+          { ...(args.status ? { status: args.status } : {}), ...(projectId ? { projectId } : {}) },
+          query,
+        );
       },
     },
     { name: 'SessionConnection' },

@@ -1,5 +1,5 @@
 // Writes schema.graphql from the Pothos schema. Run `npm run schema` after changing schema/;
-// test/schema-drift.test.ts fails while the committed file is stale.
+// test/core/schema-drift.test.ts fails while the committed file is stale.
 import { writeFileSync } from 'node:fs';
 import { lexicographicSortSchema, printSchema } from 'graphql';
 import { schema } from '../schema/index';

@@ -1,11 +1,10 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { type Plugin, createGraphQLError, createYoga } from 'graphql-yoga';
+import { createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
@@ -16,7 +15,10 @@ import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
 import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
+import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
+import { createBootstrapAdmin } from './bootstrap-admin';
 import { httpContext, wsContext } from './context';
+import { answerHealth } from './health';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
@@ -27,69 +29,6 @@ import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
-
-export const MAX_BODY_BYTES = 1024 * 1024;
-
-/** graphql-yoga's default request body limit, which applies to bodies without Content-Length. */
-const STREAMED_BODY_LIMIT = 25_000_000;
-
-const bodyTooLarge = () =>
-  createGraphQLError('Request body too large', {
-    extensions: { http: { status: 413 }, code: 'REQUEST_ENTITY_TOO_LARGE' },
-  });
-
-/**
- * graphql-yoga's request body limit (its `maxRequestBodySize`, same checks and errors), without
- * piping a body that has a valid Content-Length through a counting stream on every request: Node's
- * HTTP parser delivers exactly Content-Length bytes (and rejects it alongside chunked encoding),
- * and the header itself is checked against the limit. Bodies without it are still counted.
- */
-function useRequestBodyLimit(limit: number): Plugin {
-  return {
-    onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
-      const contentLength = request.headers.get('content-length');
-      if (contentLength != null) {
-        if (!/^\d+$/.test(contentLength)) {
-          throw createGraphQLError('Content-Length header is invalid.', {
-            extensions: { http: { status: 400 }, code: 'BAD_REQUEST' },
-          });
-        }
-        if (Number(contentLength) > limit) throw bodyTooLarge();
-        return;
-      }
-      if (requestParser == null || request.body == null) return;
-      setRequestParser((req) => {
-        const body = req.body;
-        if (!body) return requestParser(req);
-        const Transform =
-          body instanceof ReadableStream ? globalThis.TransformStream : fetchAPI.TransformStream;
-        let bytesRead = 0;
-        const limited = body.pipeThrough(
-          new Transform({
-            transform(chunk: Uint8Array, controller: TransformStreamDefaultController<Uint8Array>) {
-              bytesRead += chunk.byteLength;
-              if (bytesRead > limit) {
-                controller.error(bodyTooLarge());
-                return;
-              }
-              controller.enqueue(chunk);
-            },
-          }),
-        );
-        return requestParser(
-          new fetchAPI.Request(req.url, {
-            method: req.method,
-            headers: req.headers,
-            signal: req.signal,
-            body: limited,
-            // @ts-expect-error Node's fetch needs duplex for a streamed body; the DOM types lack it.
-            duplex: 'half',
-          }),
-        );
-      });
-    },
-  };
-}
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -196,7 +135,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         blockFieldSuggestion: { enabled: env.nodeEnv === 'production' },
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
-      useRequestBodyLimit(STREAMED_BODY_LIMIT),
+      useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
 
@@ -205,25 +144,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   const drained = new Set<() => void>();
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    if (path === '/healthz' || path === '/readyz') {
+      await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
-    if (path === '/readyz') {
-      const checks = { database: false, pubsub: pubsub.healthy() };
-      try {
-        await database.raw.query('SELECT 1');
-        checks.database = true;
-      } catch {
-        checks.database = false;
-      }
-      const ready = checks.database && checks.pubsub && !draining;
-      res
-        .writeHead(ready ? 200 : 503, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ ok: ready, draining, ...checks }));
-      return;
-    }
-    if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) {
+    if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
       return;
@@ -238,7 +163,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     await yoga.requestListener(req, res);
   });
 
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: MAX_BODY_BYTES });
+  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });
   const realtime = createRealtimeServer({
     wss,
     yoga,
@@ -249,18 +174,6 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     options: options.realtime,
   });
 
-  async function bootstrap(): Promise<string | null> {
-    const created = await services.accounts.bootstrap().catch((error: unknown) => {
-      // Another process won the race for the first admin.
-      log.debug({ err: error }, 'bootstrap skipped');
-      return null;
-    });
-    if (!created) return null;
-    const file = join(env.dataDir, 'bootstrap-token');
-    await writeFile(file, `${created.secret}\n`, { mode: 0o600 });
-    return created.secret;
-  }
-
   const app: App = {
     services,
     url: '',
@@ -268,7 +181,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     async start() {
       // The admin exists before the port opens: once /healthz answers, the token file is there.
       if (options.bootstrap !== false) {
-        app.bootstrapToken = await bootstrap();
+        app.bootstrapToken = await createBootstrapAdmin(services, env.dataDir, log);
         if (app.bootstrapToken && (options.printBootstrapToken ?? env.nodeEnv !== 'test')) {
           // Printed once, on first start only, so an operator can log in (R-RUN-1).
           process.stdout.write(

@@ -1,5 +1,6 @@
 // Accounts, tiers and the bootstrap admin (R-AUTH-1, R-RUN-1).
 import type { AccountTier } from '../../prisma/generated/client/enums';
+import { LIVE_SESSION_STATUSES } from './limits';
 import type { Db } from '../platform';
 import { assertAccountAdmin } from '../auth/authz';
 import { ValidationError } from '../errors';
@@ -12,6 +13,11 @@ export type AccountService = ReturnType<typeof createAccountService>;
 export function createAccountService(options: { db: Db; tokens: TokenService }) {
   const { db } = options;
   return {
+    /** Sessions that count against the account's concurrent-session limit. */
+    liveSessionCount(accountId: string): Promise<number> {
+      return db.session.count({ where: { accountId, status: { in: [...LIVE_SESSION_STATUSES] } } });
+    },
+
     async update(
       principal: Principal,
       input: {

@@ -14,9 +14,9 @@ export interface BootstrapClaim {
   alreadyClaimed: boolean;
 }
 
-export type BootstrapService = ReturnType<typeof createBootstrapService>;
+export type ClaimService = ReturnType<typeof createClaimService>;
 
-export function createBootstrapService(options: { db: Db; now?: () => number }) {
+export function createClaimService(options: { db: Db; now?: () => number }) {
   const { db } = options;
   const now = options.now ?? Date.now;
   return {

@@ -17,6 +17,14 @@ import type { ProviderName } from '../providers/types';
 
 /** `holder` of a lease the idle reaper has fenced; the suffix is the stop reason it will record. */
 export const REAPER_HOLDER_PREFIX = 'reaper:';
+
+/** A lease keeps its sandbox alive while it is neither released nor expired (R-LEASE-1, R-LEASE-3). */
+export function isLeaseLive(
+  lease: Pick<ExecutionLease, 'releasedAt' | 'expiresAt'>,
+  now = Date.now(),
+): boolean {
+  return lease.releasedAt === null && lease.expiresAt.getTime() > now;
+}
 const DAEMON_HOLDER = 'daemon';
 
 export interface LeaseServiceOptions {

@@ -4,7 +4,8 @@
 // were, so `start` = connect does not relaunch the entry); the sandbox's own deadline pauses rather
 // than kills it, and keepAlive pushes that deadline out.
 import { Sandbox, type SandboxState as E2BState, Template } from 'e2b';
-import { parseDockerfile, type RuntimeSource, splitFlags } from '../../image/dockerfile';
+import type { RuntimeSource } from '../../image/dockerfile';
+import { parseDockerfile, splitFlags } from '../../image/dockerfile-parser';
 import {
   DEFAULT_ENTRY_COMMAND,
   errorContext,

@@ -2,7 +2,7 @@
 // provisioning hand-off and stopping. Only PROVISIONING, RUNNING, STOPPED and FAILED are written.
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
-import type { Session, StopReason } from '../../prisma/generated/client/client';
+import type { Session, SessionStatus, StopReason } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
@@ -101,6 +101,22 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
 
   return {
     loadSessionFor,
+
+    /**
+     * The principal's account's sessions, newest first; `query` is the Prisma selection the GraphQL
+     * connection needs. The account filter is the tenancy rule of every session list.
+     */
+    list<Q extends { select?: unknown; include?: unknown }>(
+      principal: Principal,
+      filter: { status?: SessionStatus; projectId?: string },
+      query: Q,
+    ) {
+      return db.session.findMany({
+        ...(query as object),
+        where: { accountId: principal.accountId, ...filter },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+    },
 
     async create(principal: Principal, input: CreateSessionInput): Promise<Session> {
       assertScope(principal, 'sessions:write');

@@ -1,10 +1,7 @@
 import { DockerfileParser, type Instruction } from 'dockerfile-ast';
 import { describe, expect, test } from 'vitest';
-import {
-  composeSandboxDockerfile,
-  type ComposeSandboxDockerfileResult,
-  parseDockerfile,
-} from '../../image/dockerfile';
+import { composeSandboxDockerfile, type ComposeSandboxDockerfileResult } from '../../image/dockerfile';
+import { parseDockerfile } from '../../image/dockerfile-parser';
 
 const options = { runtimeVersion: '1.4.2' };
 
