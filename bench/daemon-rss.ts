@@ -1,6 +1,6 @@
-// Resident memory of the daemon process at idle (OpenCode healthy, no turn), started exactly as in
-// a sandbox (`agent/main.ts` with the injected environment), against a bare `node -e` process.
-// The daemon runs through tsx here, so its number includes the TypeScript loader.
+// Resident memory of the daemon process at idle (OpenCode healthy, no turn) and its start time,
+// started as in a sandbox (the bundled dist/singulacomp-agent.mjs with the injected environment),
+// against a bare `node -e` process; the same daemon run from source through tsx is shown beside it.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -37,60 +37,74 @@ export async function run(): Promise<BenchResult[]> {
   await writeOpencodeProject(workspace, { baseURL: stub.baseURL });
   const sessionId = '00000000-0000-4000-8000-000000000001';
   const api = await startRecordingApi({ sessionId });
-  const servicePort = await freePort();
   const baseline = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-  const daemon = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(import.meta.dirname, '..', 'agent', 'main.ts'),
-      '--workspace',
-      workspace,
-      '--home',
-      join(root, 'home'),
-      '--opencode-port',
-      String(await freePort()),
-    ],
-    {
-      cwd: join(import.meta.dirname, '..'),
-      stdio: 'ignore',
-      env: {
-        ...process.env,
-        ...OFFLINE_OPENCODE_ENV,
-        SINGULACOMP_SESSION_ID: sessionId,
-        SINGULACOMP_BRANCH_NAME: sessionId,
-        SINGULACOMP_PROJECT_ID: '00000000-0000-4000-8000-000000000002',
-        SINGULACOMP_TOKEN: 'bench-token',
-        SINGULACOMP_API_URL: api.url,
-        SINGULACOMP_SERVICE_PORT: String(servicePort),
-        LOG_LEVEL: 'warn',
-      },
-    },
-  );
-  try {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${servicePort}/singulacomp/health`)
-        .then((res) => res.status === 200)
-        .catch(() => false);
-      if (ok) break;
-      if (Date.now() > deadline) throw new Error('daemon did not become healthy');
-      await new Promise((resolve) => setTimeout(resolve, 200));
+  const repo = join(import.meta.dirname, '..');
+  const env = {
+    ...process.env,
+    ...OFFLINE_OPENCODE_ENV,
+    SINGULACOMP_SESSION_ID: sessionId,
+    SINGULACOMP_BRANCH_NAME: sessionId,
+    SINGULACOMP_PROJECT_ID: '00000000-0000-4000-8000-000000000002',
+    SINGULACOMP_TOKEN: 'bench-token',
+    SINGULACOMP_API_URL: api.url,
+    LOG_LEVEL: 'warn',
+  };
+
+  /** Starts one daemon; resolves once its service port answers and OpenCode is healthy, then idles. */
+  async function measure(entry: string[]): Promise<{ rssMiB: number; startMs: number }> {
+    const servicePort = await freePort();
+    const startedAt = performance.now();
+    const daemon = spawn(
+      process.execPath,
+      [
+        ...entry,
+        '--workspace',
+        workspace,
+        '--home',
+        join(root, 'home'),
+        '--opencode-port',
+        String(await freePort()),
+      ],
+      { cwd: repo, stdio: 'ignore', env: { ...env, SINGULACOMP_SERVICE_PORT: String(servicePort) } },
+    );
+    try {
+      let startMs: number | null = null;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const res = await fetch(`http://127.0.0.1:${servicePort}/singulacomp/health`).catch(() => null);
+        startMs ??= res ? performance.now() - startedAt : null;
+        if (res?.status === 200) break;
+        if (Date.now() > deadline) throw new Error('daemon did not become healthy');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+      return { rssMiB: await rssMiB(daemon.pid!), startMs: Math.round(startMs ?? 0) };
+    } finally {
+      await stopChild(daemon);
     }
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-    const [daemonRss, nodeRss] = [await rssMiB(daemon.pid!), await rssMiB(baseline.pid!)];
+  }
+
+  try {
+    const bundled = await measure([join(repo, 'dist', 'singulacomp-agent.mjs')]);
+    const fromSource = await measure(['--import', 'tsx', join(repo, 'agent', 'main.ts')]);
+    const nodeRss = await rssMiB(baseline.pid!);
     return [
       {
         name: 'daemon RSS at idle',
-        value: daemonRss,
+        value: bundled.rssMiB,
         unit: 'MiB',
         baseline: nodeRss,
-        note: 'singulacomp-agent via tsx with OpenCode healthy and idle; baseline = bare `node -e` process',
+        note: `bundled daemon, OpenCode healthy and idle; baseline = bare \`node -e\`; from source via tsx: ${fromSource.rssMiB} MiB`,
+      },
+      {
+        name: 'daemon start (spawn → service port answers)',
+        value: bundled.startMs,
+        unit: 'ms',
+        baseline: fromSource.startMs,
+        note: 'bundled daemon; baseline = the same daemon from source via tsx',
       },
     ];
   } finally {
-    await stopChild(daemon);
     await stopChild(baseline);
     await Promise.all([stub.close(), api.close()]);
     await rm(root, { recursive: true, force: true });

@@ -1,4 +1,5 @@
-// Generates the Prisma client and Pothos types without downloading anything: Prisma 7's CLI wants a
+// Generates the Prisma client, Pothos and GraphQL document types, and the daemon bundle, without
+// downloading anything: Prisma 7's CLI wants a
 // schema-engine binary on disk but generation never runs it, so any existing file satisfies it.
 import { spawnSync } from 'node:child_process';
 
@@ -14,3 +15,5 @@ const run = (cmd, args) => {
 run('npx', ['--no-install', 'prisma', 'generate']);
 // Typed documents for tests and clients, from the committed schema.graphql.
 run('npx', ['--no-install', 'graphql-codegen', '--config', 'codegen.ts']);
+// The daemon as one file for plain node (LOCAL sandboxes, the image's runtime layer).
+run(process.execPath, ['scripts/build-agent.mjs']);

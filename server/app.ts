@@ -54,12 +54,11 @@ export interface App {
   stop(): Promise<void>;
 }
 
-// The daemon runs in the entry process itself (tsx as an in-process loader, not its CLI, which
-// would fork a second node): the provider's pid is the daemon's, and SIGTERM reaches it directly.
+// The daemon runs in the entry process itself, bundled for plain node (scripts/build-agent.mjs): the
+// provider's pid is the daemon's, SIGTERM reaches it directly, and no TypeScript loader is in memory.
 function defaultEntryCommand(): string {
-  const agentMain = new URL('../agent/main.ts', import.meta.url).pathname;
-  const tsxLoader = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-  return `exec node --import '${tsxLoader}' '${agentMain}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+  const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
+  return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
 }
 
 export async function buildApp(options: AppOptions = {}): Promise<App> {

@@ -160,7 +160,7 @@ describe('the daemon, its lease and the idle reaper, end to end', () => {
 
     const daemon = e.daemonPid(sandbox.providerSandboxId!);
     // The entry process is the daemon itself (OpenCode runs in a process group of its own).
-    expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('agent/main.ts');
+    expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('singulacomp-agent.mjs');
     process.kill(daemon, 'SIGKILL');
     const killedAt = Date.now();
 
