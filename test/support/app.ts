@@ -23,6 +23,8 @@ export interface TestAppOptions {
   providers?: SandboxProvider[];
   pubsub?: PubSub;
   dataDir?: string;
+  /** The server's clock for time-based rules (see clock.ts). @default Date.now */
+  now?: () => number;
 }
 
 export interface GqlResult<T> {
@@ -68,7 +70,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...options.env,
   });
-  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub });
+  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub, now: options.now });
   await app.start();
   const adminToken = app.bootstrapToken ?? readFileSync(join(dataDir, 'bootstrap-token'), 'utf8').trim();
   const graphqlUrl = `${app.url}/graphql`;
