@@ -141,11 +141,15 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       return { accountId: account.id, userId: user.id, token: secret };
     },
     async stop() {
-      await app.stop();
-      // LOCAL sandboxes run detached: sessions a test left running must not outlive it.
-      killLocalSandboxes(dataDir);
-      await database?.drop();
-      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      try {
+        await app.stop();
+      } finally {
+        // LOCAL sandboxes run detached: sessions a test left running must not outlive it, even
+        // when the server's own stop failed.
+        killLocalSandboxes(dataDir);
+        await database?.drop();
+        if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }
