@@ -5,7 +5,7 @@ import { createGitTreeReader } from '../../image/repo-files';
 import { createTestClock } from '../support/clock';
 import { createTestRepo } from '../support/git';
 import { createMemoryRepo } from '../support/repo-files';
-import { waitFor } from '../support/wait';
+import { WAIT_SCALE, waitFor } from '../support/wait';
 
 describe('waitFor', () => {
   test('resolves to the first truthy value and retries checks that throw', async () => {
@@ -28,8 +28,8 @@ describe('waitFor', () => {
       },
       { timeoutMs: 200, intervalMs: 10, what: 'the backend' },
     ).catch((error: Error) => error.message);
-    expect(failure).toMatch(
-      /^timed out after 200 ms waiting for the backend \(last value: 0, last error: Error: flaky backend\)$/,
+    expect(failure).toBe(
+      `timed out after ${200 * WAIT_SCALE} ms waiting for the backend (last value: 0, last error: Error: flaky backend)`,
     );
   });
 });

@@ -1,8 +1,15 @@
 // The test kit's one way to wait: poll a condition until it holds, never sleep for a guessed time.
 
+/**
+ * Every timeout is a backstop, multiplied by this (`TEST_WAIT_SCALE`, default 3): on a loaded
+ * 2-core machine each step of a real server or `opencode serve` takes several times longer than
+ * on an idle one, and a longer backstop only delays a failure, never hides one.
+ */
+export const WAIT_SCALE = Number(process.env.TEST_WAIT_SCALE ?? 3) || 3;
+
 /** How `waitFor` polls. */
 export interface WaitForOptions {
-  /** @default 20_000 */
+  /** Before WAIT_SCALE. @default 20_000 */
   timeoutMs?: number;
   /** Pause between two checks. @default 50 */
   intervalMs?: number;
@@ -27,7 +34,7 @@ export async function waitFor<T>(
   what?: string,
 ): Promise<Exclude<T, NotYet>> {
   const options = typeof timeoutOrOptions === 'number' ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  const timeoutMs = Math.round((options.timeoutMs ?? 20_000) * WAIT_SCALE);
   const intervalMs = options.intervalMs ?? 50;
   const label = what ?? options.what ?? 'condition';
   const deadline = Date.now() + timeoutMs;
