@@ -10,8 +10,11 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Backstops only: tests boot real servers, databases and `opencode serve`, and every step
+    // waits for its own condition with its own message (support/wait.ts). On a loaded 2-core
+    // machine (load average 17–34) booting OpenCode alone took most of the former 60 s.
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
     pool: 'forks',
     // 2-core CI machine: real databases, git and opencode processes; keep parallelism modest.
     maxWorkers: 3,

@@ -75,12 +75,14 @@ export interface ServicesOptions {
   providers: ProviderRegistry;
   /** SINGULACOMP_API_URL as seen from a sandbox. */
   apiUrl: () => string;
+  /** Clock of the time-based rules (token expiry). @default Date.now */
+  now?: () => number;
 }
 
 export function createServices(options: ServicesOptions): Services {
   const db = options.database.prisma;
   const events = createEvents(options.pubsub, options.logger);
-  const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt });
+  const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db, tokens });
   const projects = createProjectService({
     db,

@@ -43,6 +43,8 @@ export interface AppOptions {
   bootstrap?: boolean;
   /** Print the bootstrap token to stdout. @default true outside NODE_ENV=test */
   printBootstrapToken?: boolean;
+  /** Milliseconds since the epoch for time-based rules (token expiry); tests move it. @default Date.now */
+  now?: () => number;
 }
 
 export interface App {
@@ -96,6 +98,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
 
   let url = '';
   const services = createServices({
+    now: options.now,
     database,
     config: env,
     keys,

@@ -1,9 +1,23 @@
-// Runs once before the suite: the generated clients must exist (npm install runs `generate`), and the
-// daemon bundle LOCAL sandboxes run is rebuilt from the current agent/ sources.
+// Runs once per test run, in vitest's main process (vitest 4 global setup).
+// - The generated clients must exist (npm install runs `generate`), and the daemon bundle LOCAL
+//   sandboxes run is rebuilt from the current agent/ sources.
+// - Migrates one template database; createTestDatabase() clones it (CREATE DATABASE … TEMPLATE …),
+//   so test files no longer each run every migration.
+// - Marks the run (run id, TMPDIR below a run directory, see support/test-run.ts) and, at the end,
+//   fails the run if any process it started is still alive: a leaked sandbox or `opencode serve`
+//   would otherwise keep running for hours after its clone is gone.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTemplateDatabase, dropDatabase } from './support/database';
+import { TEMPLATE_DATABASE_VARIABLE, TEST_RUN_VARIABLE, runProcesses } from './support/test-run';
 
-export default function setup(): void {
+/** How long teardown lets the run's processes finish exiting before it calls them leaked. */
+const LEAK_GRACE_MS = 10_000;
+
+export default async function setup(): Promise<() => Promise<void>> {
   if (!existsSync(new URL('../prisma/generated/client/client.ts', import.meta.url))) {
     throw new Error('Prisma client not generated: run `npm run generate` (npm install does it).');
   }
@@ -12,4 +26,42 @@ export default function setup(): void {
     stdio: 'inherit',
   });
   if (bundle.status !== 0) throw new Error('Building dist/singulacomp-agent.mjs failed.');
+  const runId = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const previousTmpdir = process.env.TMPDIR;
+  const runDir = join(tmpdir(), `sc-test-run-${runId}`);
+  mkdirSync(runDir, { recursive: true });
+  // Workers are forked after global setup and inherit these.
+  process.env[TEST_RUN_VARIABLE] = runId;
+  process.env.TMPDIR = runDir;
+  const template = await createTemplateDatabase(`sc_tpl_${runId.replace(/-/g, '_')}`);
+  process.env[TEMPLATE_DATABASE_VARIABLE] = template;
+
+  return async () => {
+    delete process.env[TEMPLATE_DATABASE_VARIABLE];
+    await dropDatabase(template);
+    const deadline = Date.now() + LEAK_GRACE_MS;
+    let left = runProcesses(runId, runDir);
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      left = runProcesses(runId, runDir);
+    }
+    for (const leaked of left) {
+      try {
+        process.kill(leaked.pid, 'SIGKILL');
+      } catch {
+        // exited meanwhile
+      }
+    }
+    if (previousTmpdir === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previousTmpdir;
+    rmSync(runDir, { recursive: true, force: true });
+    if (left.length > 0) {
+      // vitest reports an error thrown here but still exits 0: make the run fail.
+      process.exitCode = 1;
+      throw new Error(
+        `the test run left ${left.length} process(es) running (now killed); whichever test started them ` +
+          `must stop them:\n${left.map((p) => `  pid ${p.pid} in ${p.cwd}: ${p.command}`).join('\n')}`,
+      );
+    }
+  };
 }

@@ -25,17 +25,34 @@ export async function pidsWithEnvironment(name: string, value: string): Promise<
   return pids;
 }
 
-/** SIGKILLs every process (and its process group) whose environment contains `name=value`. */
-export async function killByEnvironment(name: string, value: string): Promise<number> {
-  const pids = await pidsWithEnvironment(name, value);
-  for (const pid of pids) {
-    for (const target of [-pid, pid]) {
-      try {
-        process.kill(target, 'SIGKILL');
-      } catch {
-        // not a group leader, or already gone
+/**
+ * SIGKILLs every process (and its process group) whose environment contains `name=value`, and
+ * resolves only once none is left: a signal is delivered asynchronously, so a process can still be
+ * listed right after kill() returns, and one may fork between our scan and its death. Rescans and
+ * kills again until the scan comes back empty; throws when processes survive `timeoutMs`.
+ * Resolves to how many distinct processes it killed.
+ */
+export async function killByEnvironment(name: string, value: string, timeoutMs = 5_000): Promise<number> {
+  const killed = new Set<number>();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pids = await pidsWithEnvironment(name, value);
+    if (pids.length === 0) return killed.size;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `processes with ${name}=${value} survived SIGKILL for ${timeoutMs} ms: ${pids.join(', ')}`,
+      );
+    }
+    for (const pid of pids) {
+      killed.add(pid);
+      for (const target of [-pid, pid]) {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          // not a group leader, or already gone
+        }
       }
     }
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return pids.length;
 }

@@ -237,22 +237,5 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
   };
 }
 
-/** Polls `check` until it returns a truthy value. */
-export async function waitFor<T>(
-  check: () => T | Promise<T>,
-  timeoutMs = 20_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${String(last)})` : ''}`);
-}
+/** The test kit's `waitFor`, re-exported for the agent tests. */
+export { waitFor } from '../support/wait';

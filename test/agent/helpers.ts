@@ -16,8 +16,11 @@ export const test = base.extend<{ startAgent: (options?: TestAgentOptions) => Pr
     });
     try {
       await use(async (options) => {
-        const harness = await startTestAgent(options);
+        // Registered before OpenCode boots: a test that times out while the agent is still
+        // starting must not leave its `opencode serve` behind when this fixture cleans up.
+        const harness = await startTestAgent({ ...options, start: false });
         started.push(harness);
+        if (options?.start !== false) await harness.agent.start();
         return harness;
       });
     } finally {

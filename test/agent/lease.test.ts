@@ -5,8 +5,21 @@ describe('execution lease', () => {
   test('a slow turn renews the lease every interval with its generation and releases it on idle', async ({
     startAgent,
   }) => {
-    // Renew interval scaled to 1 s; the model takes 4.5 s before its first token.
-    const h = await startAgent({ prompt: 'Take your time.', stub: { delayMs: 4_500 } });
+    // Renew interval scaled to 1 s; the model takes 4.5 s before its first token. Memory is sampled
+    // every 1 s below the fast-sampling line: the samples count the agent's own timer ticks.
+    let memorySamples = 0;
+    const h = await startAgent({
+      prompt: 'Take your time.',
+      stub: { delayMs: 4_500 },
+      agent: {
+        readers: {
+          memory: async () => {
+            memorySamples += 1;
+            return { usedBytes: 1024 ** 3, limitBytes: 4 * 1024 ** 3 };
+          },
+        },
+      },
+    });
     await waitFor(() => h.api.of('releaseLease').length > 0, 40_000, 'the lease release');
 
     const renewals = h.api.of('renewLease');
@@ -20,9 +33,11 @@ describe('execution lease', () => {
     expect(h.api.of('releaseLease')[0]!.input).toEqual({ sessionId: h.sessionId, generation: 1 });
     expect(h.api.lease.released).toBe(true);
 
-    // No renewals after the release, and the states went BUSY → IDLE.
+    // No renewals after the release, and the states went BUSY → IDLE: two more samples on the
+    // agent's 1 s timer mean a renewal interval has passed since.
     const count = h.api.of('renewLease').length;
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const samplesAtRelease = memorySamples;
+    await waitFor(() => memorySamples >= samplesAtRelease + 2, 20_000, 'two more memory samples');
     expect(h.api.of('renewLease')).toHaveLength(count);
     const states = h.states();
     expect(states.indexOf('BUSY')).toBeGreaterThan(states.indexOf('HEALTHY'));

@@ -22,7 +22,7 @@ describe('memory guard', () => {
 
     // 90 % is above the fast-sampling line but below the guard: nothing happens.
     reading.usedBytes = Math.round(4 * GiB * 0.9);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await waitFor(() => Math.abs(h.agent.memoryGuard.lastPct - 90) < 0.01, 10_000, 'a sample at 90 %');
     expect(h.agent.memoryGuard.trips).toBe(0);
 
     reading.usedBytes = Math.round(4 * GiB * 0.95);
@@ -61,7 +61,8 @@ describe('memory guard', () => {
 
     // The lease is released and the aborted turn's idle does not overwrite the error.
     await waitFor(() => h.api.of('releaseLease').length > 0, 5_000, 'lease release');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await waitFor(() => !h.agent.tracker.turnInFlight, 5_000, 'the turn to end in the tracker');
+    await h.agent.flushReports();
     expect(h.states().at(-1)).toBe('ERROR');
     expect(h.agent.memoryGuard.trips).toBe(1);
   });

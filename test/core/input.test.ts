@@ -1,7 +1,7 @@
 // Bad input never yields a 500 or a partial write: every case below is refused with a typed error
 // that names the field (or a top-level error with a code), and no table changes.
 import { request } from 'node:http';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   CreatePersonalAccessTokenDocument,
@@ -16,7 +16,8 @@ import {
   SyncProjectManifestDocument,
   UpdateAccountDocument,
 } from '../generated/graphql';
-import { type GqlResult, type TestApp, startTestApp } from '../support/app';
+import type { GqlResult, TestApp } from '../support/app';
+import { type AppWithProject, startAppWithProject } from '../support/fixtures';
 import { createTestRepo } from '../support/git';
 
 const TABLES = ['Account', 'User', 'Token', 'Project', 'ProjectSecret', 'Template', 'Session', 'Sandbox'];
@@ -53,20 +54,15 @@ describe('bad input', () => {
     return res;
   }
 
+  let kit: AppWithProject;
+
   beforeAll(async () => {
-    t = await startTestApp();
-    sql = new pg.Client({ connectionString: t.database!.url });
-    await sql.connect();
-    const created = await t.request(CreateProjectDocument, {
-      input: { name: 'input', repositoryUrl: repo.url },
-    });
-    if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
-      throw new Error(JSON.stringify(created));
-    projectId = created.data.createProject.project.id;
+    kit = await startAppWithProject('input', { repo });
+    ({ app: t, sql } = kit);
+    projectId = kit.project.id;
   });
   afterAll(async () => {
-    await sql?.end();
-    await t?.stop();
+    await kit?.stop();
   });
 
   const huge = 'x'.repeat(10_000);

@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { createGitService } from '../../resolvers/git/git';
 import { createLocalProvider } from '../../resolvers/providers/local';
-import { pidsWithEnvironment } from '../../resolvers/providers/process-tree';
+import { killByEnvironment, pidsWithEnvironment } from '../../resolvers/providers/process-tree';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 
@@ -43,4 +44,29 @@ test('stopping a LOCAL sandbox also ends processes that left its process group',
   expect(await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)).toEqual([]);
   await provider.destroy(created.providerSandboxId);
   expect(await provider.status(created.providerSandboxId)).toBe('DESTROYED');
+});
+
+test('killing by environment returns only once every marked process is gone, also ones forked meanwhile', async () => {
+  // A marked shell keeps forking marked children (as a daemon restarting OpenCode would): a kill
+  // that signalled one scan's processes and returned left the children forked after that scan.
+  const marker = `kill-${Date.now()}-${process.pid}`;
+  const forker = spawn(
+    '/bin/sh',
+    ['-c', 'i=0; while [ $i -lt 300 ]; do sleep 600 & i=$((i+1)); sleep 0.01; done; wait'],
+    {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SC_KILL_MARKER: marker },
+      stdio: 'ignore',
+    },
+  );
+  try {
+    const running = await waitFor(async () => {
+      const pids = await pidsWithEnvironment('SC_KILL_MARKER', marker);
+      return pids.length >= 20 ? pids : null;
+    });
+    expect(running).toContain(forker.pid);
+    expect(await killByEnvironment('SC_KILL_MARKER', marker)).toBeGreaterThanOrEqual(running.length);
+    expect(await pidsWithEnvironment('SC_KILL_MARKER', marker)).toEqual([]);
+  } finally {
+    await killByEnvironment('SC_KILL_MARKER', marker, 30_000);
+  }
 });

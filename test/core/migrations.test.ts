@@ -16,7 +16,8 @@ describe('migrations on PostgreSQL', () => {
   let b: Database;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    // Empty: these tests are about applying the migrations.
+    database = await createTestDatabase('sc_test', { empty: true });
     a = await openDatabase({ url: database.url, dataDir: tmpdir() });
     b = await openDatabase({ url: database.url, dataDir: tmpdir() });
   });
@@ -61,7 +62,7 @@ for (const kind of ['postgres', 'pglite'] as const) {
 
     beforeAll(async () => {
       dataDir = mkdtempSync(join(tmpdir(), 'sc-mig-'));
-      database = kind === 'postgres' ? await createTestDatabase() : null;
+      database = kind === 'postgres' ? await createTestDatabase('sc_test', { empty: true }) : null;
       db = await openDatabase({ url: database?.url ?? null, dataDir });
       await migrate(db.raw);
       accountId = randomUUID();

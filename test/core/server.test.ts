@@ -1,7 +1,9 @@
 // The HTTP surface of one server process: health, GraphiQL, CSRF prevention, graceful shutdown and
 // the first-start bootstrap admin (R-RUN-1).
+import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { request } from 'node:http';
+import { type IncomingMessage, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -89,6 +91,17 @@ describe('graceful shutdown', () => {
       const stopping = new Promise<void>((resolve) => {
         beginStop = resolve;
       });
+      // The server (in this process) has the request once Node hands it to the request listener;
+      // Node publishes that moment on a diagnostics channel, which we match by a marker header.
+      const marker = randomUUID();
+      let arrived!: () => void;
+      const received = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const onRequestStart = (message: unknown) => {
+        if ((message as { request: IncomingMessage }).request.headers['x-test-request'] === marker) arrived();
+      };
+      subscribe('http.server.request.start', onRequestStart);
       const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = request(
           {
@@ -100,6 +113,7 @@ describe('graceful shutdown', () => {
               'content-type': 'application/json',
               'content-length': Buffer.byteLength(body),
               authorization: `Bearer ${t.adminToken}`,
+              'x-test-request': marker,
             },
           },
           (res) => {
@@ -116,7 +130,8 @@ describe('graceful shutdown', () => {
         void stopping.then(() => setTimeout(() => req.end(body.slice(half)), 200));
       });
       await sent;
-      await new Promise((r) => setTimeout(r, 100)); // the server has the request
+      await received;
+      unsubscribe('http.server.request.start', onRequestStart);
       const stopped = t.app.stop();
       beginStop();
       const answer = await response;

@@ -2,11 +2,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   CreatePersonalAccessTokenDocument,
-  CreateProjectDocument,
   CreateServiceAccountTokenDocument,
   CreateSessionDocument,
   RevokeTokenDocument,
@@ -15,7 +14,9 @@ import {
   StopSessionDocument,
   ViewerDocument,
 } from '../generated/graphql';
-import { type TestApp, startTestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { type AppWithProject, startAppWithProject } from '../support/fixtures';
+import { createTestClock } from '../support/clock';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 
@@ -32,6 +33,7 @@ function tamper(token: string, index: number): string {
 describe('tokens and capabilities', () => {
   let t: TestApp;
   let sql: pg.Client;
+  const clock = createTestClock();
   const repo = createTestRepo();
   let projectId: string;
 
@@ -64,20 +66,15 @@ describe('tokens and capabilities', () => {
     return config.env.SINGULACOMP_TOKEN!;
   }
 
+  let kit: AppWithProject;
+
   beforeAll(async () => {
-    t = await startTestApp();
-    sql = new pg.Client({ connectionString: t.database!.url });
-    await sql.connect();
-    const created = await t.request(CreateProjectDocument, {
-      input: { name: 'tokens', repositoryUrl: repo.url },
-    });
-    if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
-      throw new Error(JSON.stringify(created));
-    projectId = created.data.createProject.project.id;
+    kit = await startAppWithProject('tokens', { app: { now: clock.now }, repo });
+    ({ app: t, sql } = kit);
+    projectId = kit.project.id;
   });
   afterAll(async () => {
-    await sql?.end();
-    await t?.stop();
+    await kit?.stop();
   });
 
   test('a tampered checksum is rejected as UNAUTHENTICATED without a database query', async () => {
@@ -163,14 +160,20 @@ describe('tokens and capabilities', () => {
     expect(fromRow.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     expect(fromRow.errors?.[0]?.message).toMatch(/expired/i);
 
-    // Used (and cached) while valid, then expires.
-    const expiresAt = new Date(Date.now() + 1_500);
-    const soon = await createPat(['sessions:read'], { expiresAt: expiresAt.toISOString() });
-    expect((await t.request(ViewerDocument, {}, soon.secret)).data?.viewer.kind).toBe('PERSONAL_ACCESS');
-    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt.getTime() - Date.now() + 50)));
-    const fromCache = await t.request(ViewerDocument, {}, soon.secret);
-    expect(fromCache.status).toBe(401);
-    expect(fromCache.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    // Used (and cached) while valid, then expires. The server's clock stands still meanwhile, so
+    // a slow machine cannot expire the token early or the cache entry (5 s) before the check.
+    clock.freeze();
+    try {
+      const expiresAt = new Date(clock.now() + 1_500);
+      const soon = await createPat(['sessions:read'], { expiresAt: expiresAt.toISOString() });
+      expect((await t.request(ViewerDocument, {}, soon.secret)).data?.viewer.kind).toBe('PERSONAL_ACCESS');
+      clock.advance(expiresAt.getTime() - clock.now() + 50);
+      const fromCache = await t.request(ViewerDocument, {}, soon.secret);
+      expect(fromCache.status).toBe(401);
+      expect(fromCache.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    } finally {
+      clock.resume();
+    }
   });
 
   test('a token without sessions:write cannot create sessions, and one without tokens:write cannot mint tokens', async () => {

@@ -48,26 +48,24 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     },
   });
   const sandboxDir = (id: string) => join(t.dataDir, 'sandboxes', id);
-  const processesIn = (id: string): number[] => {
-    const dir = sandboxDir(id);
+  /** Processes working in `dir` or below it (also once the directory is deleted). */
+  const processesBelow = (dir: string): number[] => {
     const pids: number[] = [];
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
-        if (readlinkSync(`/proc/${entry}/cwd`).startsWith(dir)) pids.push(Number(entry));
+        const cwd = readlinkSync(`/proc/${entry}/cwd`).replace(/ \(deleted\)$/, '');
+        if (cwd === dir || cwd.startsWith(`${dir}/`)) pids.push(Number(entry));
       } catch {
         // gone, or not ours to inspect
       }
     }
     return pids;
   };
-  const allSandboxProcesses = (): number[] => {
-    try {
-      return readdirSync(join(t.dataDir, 'sandboxes')).flatMap((id) => processesIn(id));
-    } catch {
-      return [];
-    }
-  };
+  const processesIn = (id: string): number[] => processesBelow(sandboxDir(id));
+  // By path prefix, not by listing the sandboxes: t.stop() deletes the directories, and a process
+  // whose working directory was deleted still shows its old path (with " (deleted)").
+  const allSandboxProcesses = (): number[] => processesBelow(join(t.dataDir, 'sandboxes'));
   return {
     t,
     stub,
@@ -77,9 +75,10 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     processesIn,
     async stop() {
       // OpenCode runs in its own process group, so a daemon killed by a test leaves it behind.
+      // Scanned before and after the server's stop, which may start or leave processes meanwhile.
       const leftovers = allSandboxProcesses();
       await t.stop().catch(() => {});
-      for (const pid of [...leftovers, ...allSandboxProcesses()]) {
+      for (const pid of new Set([...leftovers, ...allSandboxProcesses()])) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testRunEnv } from '../support/test-run';
 
 export interface RequestRecord {
   method: string;
@@ -228,7 +229,7 @@ export class SandboxProcess {
     this.child = spawn(options.file, options.args, {
       cwd: options.cwd,
       // Only the sandbox's own environment plus what a shell needs to find binaries.
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: options.cwd, ...options.env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: options.cwd, ...testRunEnv(), ...options.env },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,43 +1,15 @@
 // Real git repositories and a real smart-HTTP git server for the git service tests.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test as base } from 'vitest';
+import { createTestRepo, GIT_ENV, git } from '../support/git';
 
-const GIT_ENV = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: tmpdir(),
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'Test Author',
-  GIT_AUTHOR_EMAIL: 'author@example.test',
-  GIT_COMMITTER_NAME: 'Test Author',
-  GIT_COMMITTER_EMAIL: 'author@example.test',
-  LC_ALL: 'C',
-};
-
-/** Runs git synchronously in `cwd` and returns trimmed stdout. */
-export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, {
-    cwd,
-    env: GIT_ENV,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }).trim();
-}
-
-/** Current value of a ref in a repository, or null. */
-export function refValue(repoDir: string, ref: string): string | null {
-  try {
-    return git(repoDir, 'rev-parse', '--verify', '--quiet', ref);
-  } catch {
-    return null;
-  }
-}
+export { git, GIT_ENV, refValue } from '../support/git';
 
 export interface Upstream {
   /** Directory of the repository (the .git-less work tree, or the bare directory). */
@@ -55,28 +27,16 @@ export interface Upstream {
 
 /** Builds the standard upstream: main (2 commits), feature branch, annotated and lightweight tags. */
 export function makeUpstream(root: string, kind: 'worktree' | 'bare'): Upstream {
-  const work = join(root, 'work');
-  mkdirSync(root, { recursive: true });
-  git(root, 'init', '--quiet', '--initial-branch=main', work);
-  writeFileSync(join(work, 'README.md'), 'first\n');
-  git(work, 'add', 'README.md');
-  git(work, 'commit', '--quiet', '-m', 'first');
-  const first = git(work, 'rev-parse', 'HEAD');
-  git(work, 'tag', '-a', 'v1', '-m', 'version 1');
-  const tagObject = git(work, 'rev-parse', 'refs/tags/v1');
-  git(work, 'checkout', '--quiet', '-b', 'feature');
-  writeFileSync(join(work, 'feature.txt'), 'feature\n');
-  git(work, 'add', 'feature.txt');
-  git(work, 'commit', '--quiet', '-m', 'feature');
-  const feature = git(work, 'rev-parse', 'HEAD');
-  git(work, 'checkout', '--quiet', 'main');
-  writeFileSync(join(work, 'README.md'), 'second\n');
-  mkdirSync(join(work, 'dir'));
-  writeFileSync(join(work, 'dir', 'nested.json'), '{"nested":true}\n');
-  git(work, 'add', '.');
-  git(work, 'commit', '--quiet', '-m', 'second');
-  const second = git(work, 'rev-parse', 'HEAD');
-  git(work, 'tag', 'light');
+  const repo = createTestRepo(null, { root, upstream: false });
+  const work = repo.workdir;
+  const first = repo.commit({ 'README.md': 'first\n' }, 'first');
+  repo.git('tag', '-a', 'v1', '-m', 'version 1');
+  const tagObject = repo.git('rev-parse', 'refs/tags/v1');
+  repo.git('checkout', '--quiet', '-b', 'feature');
+  const feature = repo.commit({ 'feature.txt': 'feature\n' }, 'feature');
+  repo.git('checkout', '--quiet', 'main');
+  const second = repo.commit({ 'README.md': 'second\n', 'dir/nested.json': '{"nested":true}\n' }, 'second');
+  repo.git('tag', 'light');
   if (kind === 'worktree') return { dir: work, url: work, first, second, feature, tagObject };
   const bare = join(root, 'bare.git');
   git(root, 'clone', '--quiet', '--bare', work, bare);

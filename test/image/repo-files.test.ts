@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { loadManifest } from '../../image/manifest';
 import { createGitTreeReader, type GitTreeReader, GitTreeReadError } from '../../image/repo-files';
-import { createTestRepo, type TestRepo } from './git-repo';
+import { createTestRepo, type TestRepo } from '../support/git';
 
 const cleanup: Array<() => void> = [];
 afterEach(() => {
@@ -12,7 +12,7 @@ afterEach(() => {
 });
 
 function repo(): TestRepo {
-  const created = createTestRepo();
+  const created = createTestRepo(null, { upstream: false });
   cleanup.push(() => created.remove());
   return created;
 }

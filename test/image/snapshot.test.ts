@@ -2,7 +2,7 @@ import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { SandboxTemplate } from '../../image/manifest';
-import { createGitTreeReader, type GitTreeReader } from '../../image/repo-files';
+import { createGitTreeReader, type RepoFileReader } from '../../image/repo-files';
 import {
   computeSnapshotKey,
   isDockerignored,
@@ -11,7 +11,8 @@ import {
   snapshotKeyForTemplate,
 } from '../../image/snapshot';
 import type { HardwareSpec } from '../../image/spec';
-import { createTestRepo, type TestRepo } from './git-repo';
+import { type CommitOptions, createTestRepo, type TestRepoFiles } from '../support/git';
+import { createMemoryRepo } from '../support/repo-files';
 
 const spec: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
 const runtimeVersion = '1.4.2';
@@ -42,20 +43,38 @@ afterEach(() => {
   for (const fn of cleanup.splice(0)) fn();
 });
 
-function repo(): TestRepo {
-  const created = createTestRepo();
-  cleanup.push(() => created.remove());
-  return created;
+/** A repository the key tests commit to and read from at a commit. */
+interface Repo {
+  commit(files: TestRepoFiles, options?: string | CommitOptions): string;
+  reader(commit: string): RepoFileReader;
 }
 
-function reader(r: TestRepo, commit: string): GitTreeReader {
-  const created = createGitTreeReader(r.dir, commit);
-  cleanup.push(() => created.close());
-  return created;
+/** In memory: the key is pure hashing over files, so most tests need no git process. */
+function repo(): Repo {
+  return createMemoryRepo();
+}
+
+/** A real git repository read by the production git reader, for the tests that pin that path. */
+function gitRepo(): Repo & { dir: string } {
+  const created = createTestRepo(null, { upstream: false });
+  cleanup.push(() => created.remove());
+  return {
+    dir: created.dir,
+    commit: (files, options) => created.commit(files, options),
+    reader(commit) {
+      const files = createGitTreeReader(created.dir, commit);
+      cleanup.push(() => files.close());
+      return files;
+    },
+  };
+}
+
+function reader(r: Repo, commit: string): RepoFileReader {
+  return r.reader(commit);
 }
 
 /** The key for the repository's Dockerfile at a commit, read the way production reads it. */
-async function keyAt(r: TestRepo, commit: string, overrides: Partial<SnapshotKeyInput> = {}) {
+async function keyAt(r: Repo, commit: string, overrides: Partial<SnapshotKeyInput> = {}) {
   const files = reader(r, commit);
   const dockerfile = await files.readFile('Dockerfile');
   if (dockerfile === null) throw new Error('no Dockerfile at the commit');
@@ -69,19 +88,13 @@ async function keyAt(r: TestRepo, commit: string, overrides: Partial<SnapshotKey
   });
 }
 
-describe('computeSnapshotKey over a real git repository', () => {
+describe('computeSnapshotKey over an in-memory repository', () => {
   test('hashes the Dockerfile’s COPY sources after .dockerignore, and nothing else', async () => {
     const r = repo();
     const result = await keyAt(r, r.commit(BASE_FILES));
     expect(result.key).toMatch(/^[0-9a-f]{64}$/);
     expect(result.wholeContext).toBe(false);
     expect(result.contextFiles).toEqual(['package.json', 'src/index.ts', 'src/lib/util.ts', 'tsconfig.json']);
-  });
-
-  test('the same inputs give the same key from a fresh reader', async () => {
-    const r = repo();
-    const commit = r.commit(BASE_FILES);
-    expect((await keyAt(r, commit)).key).toBe((await keyAt(r, commit)).key);
   });
 
   test('an unrelated file change keeps the key', async () => {
@@ -98,26 +111,12 @@ describe('computeSnapshotKey over a real git repository', () => {
     expect(after.key).toBe(before.key);
   });
 
-  test('one changed byte in a copied file changes the key', async () => {
-    const r = repo();
-    const before = await keyAt(r, r.commit(BASE_FILES));
-    const after = await keyAt(r, r.commit({ 'src/lib/util.ts': 'export const b = 3;\n' }));
-    expect(after.key).not.toBe(before.key);
-  });
-
   test('a new file inside a copied directory changes the key', async () => {
     const r = repo();
     const before = await keyAt(r, r.commit(BASE_FILES));
     const after = await keyAt(r, r.commit({ 'src/extra.ts': '' }));
     expect(after.key).not.toBe(before.key);
     expect(after.contextFiles).toContain('src/extra.ts');
-  });
-
-  test('making a copied file executable changes the key', async () => {
-    const r = repo();
-    const before = await keyAt(r, r.commit(BASE_FILES));
-    const after = await keyAt(r, r.commit({}, { executable: ['package.json'] }));
-    expect(after.key).not.toBe(before.key);
   });
 
   test('one changed byte in the Dockerfile changes the key', async () => {
@@ -264,17 +263,6 @@ describe('computeSnapshotKey over a real git repository', () => {
     expect(result.contextFiles).toEqual(['Dockerfile', 'main.go']);
   });
 
-  test('a symlinked source hashes the whole context so the link target’s files count', async () => {
-    const r = repo();
-    r.commit({ Dockerfile: 'FROM x\nCOPY assets /app/assets\n', 'real-assets/logo.svg': '<svg/>' });
-    symlinkSync('real-assets', join(r.dir, 'assets'));
-    const before = await keyAt(r, r.commit({}));
-    expect(before.wholeContext).toBe(true);
-    expect(before.contextFiles).toEqual(['Dockerfile', 'assets', 'real-assets/logo.svg']);
-    const after = await keyAt(r, r.commit({ 'real-assets/logo.svg': '<svg></svg>' }));
-    expect(after.key).not.toBe(before.key);
-  });
-
   test('length prefixes keep path, mode and content boundaries from colliding', async () => {
     // Unframed, both would hash "a" + "100644" + "b100644c" = "a100644b" + "100644" + "c".
     const one = repo();
@@ -283,6 +271,41 @@ describe('computeSnapshotKey over a real git repository', () => {
     const a = await keyAt(one, one.commit({ Dockerfile: dockerfile, a: 'b100644c' }));
     const b = await keyAt(two, two.commit({ Dockerfile: dockerfile, a100644b: 'c' }));
     expect(a.key).not.toBe(b.key);
+  });
+});
+
+// A few keys computed through the production git reader: the hashing above is pure, these pin
+// that real trees (modes, symlinks, a fresh cat-file process) feed it the same way.
+describe('computeSnapshotKey over a real git repository', () => {
+  test('the same inputs give the same key from a fresh reader', async () => {
+    const r = gitRepo();
+    const commit = r.commit(BASE_FILES);
+    expect((await keyAt(r, commit)).key).toBe((await keyAt(r, commit)).key);
+  });
+
+  test('one changed byte in a copied file changes the key', async () => {
+    const r = gitRepo();
+    const before = await keyAt(r, r.commit(BASE_FILES));
+    const after = await keyAt(r, r.commit({ 'src/lib/util.ts': 'export const b = 3;\n' }));
+    expect(after.key).not.toBe(before.key);
+  });
+
+  test('making a copied file executable changes the key', async () => {
+    const r = gitRepo();
+    const before = await keyAt(r, r.commit(BASE_FILES));
+    const after = await keyAt(r, r.commit({}, { executable: ['package.json'] }));
+    expect(after.key).not.toBe(before.key);
+  });
+
+  test('a symlinked source hashes the whole context so the link target’s files count', async () => {
+    const r = gitRepo();
+    r.commit({ Dockerfile: 'FROM x\nCOPY assets /app/assets\n', 'real-assets/logo.svg': '<svg/>' });
+    symlinkSync('real-assets', join(r.dir, 'assets'));
+    const before = await keyAt(r, r.commit({}));
+    expect(before.wholeContext).toBe(true);
+    expect(before.contextFiles).toEqual(['Dockerfile', 'assets', 'real-assets/logo.svg']);
+    const after = await keyAt(r, r.commit({ 'real-assets/logo.svg': '<svg></svg>' }));
+    expect(after.key).not.toBe(before.key);
   });
 });
 
@@ -313,7 +336,7 @@ describe('snapshotKeyForTemplate', () => {
   });
 
   test('a Dockerfile template matches computeSnapshotKey on the same file', async () => {
-    const r = repo();
+    const r = gitRepo();
     const commit = r.commit(BASE_FILES);
     const viaTemplate = await snapshotKeyForTemplate(
       template({ kind: 'dockerfile', path: 'Dockerfile' }),

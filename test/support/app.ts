@@ -23,6 +23,8 @@ export interface TestAppOptions {
   providers?: SandboxProvider[];
   pubsub?: PubSub;
   dataDir?: string;
+  /** The server's clock for time-based rules (see clock.ts). @default Date.now */
+  now?: () => number;
 }
 
 export interface GqlResult<T> {
@@ -68,7 +70,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...options.env,
   });
-  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub });
+  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub, now: options.now });
   await app.start();
   const adminToken = app.bootstrapToken ?? readFileSync(join(dataDir, 'bootstrap-token'), 'utf8').trim();
   const graphqlUrl = `${app.url}/graphql`;
@@ -139,11 +141,15 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       return { accountId: account.id, userId: user.id, token: secret };
     },
     async stop() {
-      await app.stop();
-      // LOCAL sandboxes run detached: sessions a test left running must not outlive it.
-      killLocalSandboxes(dataDir);
-      await database?.drop();
-      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      try {
+        await app.stop();
+      } finally {
+        // LOCAL sandboxes run detached: sessions a test left running must not outlive it, even
+        // when the server's own stop failed.
+        killLocalSandboxes(dataDir);
+        await database?.drop();
+        if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }

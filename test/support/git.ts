@@ -1,52 +1,132 @@
-// Real git repositories for tests.
+// The test kit's one git repository builder: real repositories in temporary directories, made with
+// the real git CLI under an isolated configuration (no system or user config, a fixed identity), so
+// results do not depend on the machine. Pure hashing tests use the in-memory reader in
+// repo-files.ts instead.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
-const GIT_ENV = {
-  ...process.env,
+/** The environment every kit git command runs with. */
+export const GIT_ENV: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: tmpdir(),
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
   GIT_AUTHOR_NAME: 'Test',
   GIT_AUTHOR_EMAIL: 'test@example.com',
   GIT_COMMITTER_NAME: 'Test',
   GIT_COMMITTER_EMAIL: 'test@example.com',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
+  LC_ALL: 'C',
 };
 
+/** Runs git synchronously in `cwd` and returns trimmed stdout (throws with git's stderr on failure). */
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+  return execFileSync('git', args, {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 256 * 1024 * 1024,
+  }).trim();
+}
+
+/** Current value of a ref in a repository, or null. */
+export function refValue(repoDir: string, ref: string): string | null {
+  try {
+    return git(repoDir, 'rev-parse', '--verify', '--quiet', ref);
+  } catch {
+    return null;
+  }
+}
+
+/** Content of a file in a commit: text, bytes, or null to delete the file. */
+export type TestRepoFiles = Record<string, string | Buffer | null>;
+
+export interface CommitOptions {
+  /** @default 'change <n>' */
+  message?: string;
+  /** Paths made executable (mode 100755) in this commit. */
+  executable?: string[];
+}
+
+export interface TestRepoOptions {
+  /** Directory to build in (created if missing, kept by remove()). @default a fresh temporary directory */
+  root?: string;
+  /**
+   * Keep a bare `upstream.git` next to the working repository and push every commit's branch to
+   * it: what a project's repositoryUrl points at. Without it `url` is the working repository.
+   * @default true
+   */
+  upstream?: boolean;
 }
 
 export interface TestRepo {
-  /** A bare repository: what a project's repositoryUrl points at. */
+  /** What a project's repositoryUrl points at: the bare upstream, or the working repository. */
   url: string;
-  /** A working clone for making commits. */
+  /** The working repository commits are made in (branch `main`). */
   workdir: string;
+  /** Same as `workdir`. */
+  dir: string;
+  /** git in the working repository; returns trimmed stdout. */
+  git(...args: string[]): string;
+  /** The commit `main` points at in `url`. */
   head(): string;
-  commit(files: Record<string, string>, message?: string): string;
+  /**
+   * Writes (or with null deletes) files, commits them on the current branch (empty commits
+   * allowed), pushes the branch upstream and returns the new commit id. A string option is the
+   * commit message.
+   */
+  commit(files: TestRepoFiles, options?: string | CommitOptions): string;
+  /** Branch name → commit id in `url`. */
   branches(): Record<string, string>;
+  /** Deletes the repository's directory. */
+  remove(): void;
 }
 
-export function createTestRepo(files: Record<string, string> = { 'README.md': '# test\n' }): TestRepo {
-  const root = mkdtempSync(join(tmpdir(), 'sc-repo-'));
-  const url = join(root, 'upstream.git');
+/**
+ * Creates a repository on branch `main` with one commit of `files` (null: no commit yet).
+ * @default files `{ 'README.md': '# test\n' }`
+ */
+export function createTestRepo(
+  files: TestRepoFiles | null = { 'README.md': '# test\n' },
+  options: TestRepoOptions = {},
+): TestRepo {
+  const root = options.root ?? mkdtempSync(join(tmpdir(), 'sc-repo-'));
+  mkdirSync(root, { recursive: true });
+  const withUpstream = options.upstream ?? true;
   const workdir = join(root, 'work');
-  git(root, 'init', '-q', '--bare', '-b', 'main', url);
+  const upstream = join(root, 'upstream.git');
+  const url = withUpstream ? upstream : workdir;
   git(root, 'init', '-q', '-b', 'main', workdir);
-  git(workdir, 'remote', 'add', 'origin', url);
+  if (withUpstream) {
+    git(root, 'init', '-q', '--bare', '-b', 'main', upstream);
+    git(workdir, 'remote', 'add', 'origin', upstream);
+  }
+  let counter = 0;
   const repo: TestRepo = {
     url,
     workdir,
+    dir: workdir,
+    git: (...args) => git(workdir, ...args),
     head: () => git(url, 'rev-parse', 'refs/heads/main'),
-    commit(changes, message = 'change') {
+    commit(changes, commitOptions = {}) {
+      const { message, executable = [] } =
+        typeof commitOptions === 'string' ? { message: commitOptions } : commitOptions;
       for (const [path, content] of Object.entries(changes)) {
-        mkdirSync(dirname(join(workdir, path)), { recursive: true });
-        writeFileSync(join(workdir, path), content);
+        const absolute = join(workdir, path);
+        if (content === null) {
+          git(workdir, 'rm', '-q', '--', path);
+          continue;
+        }
+        mkdirSync(dirname(absolute), { recursive: true });
+        writeFileSync(absolute, content);
       }
+      for (const path of executable) chmodSync(join(workdir, path), 0o755);
+      counter++;
       git(workdir, 'add', '-A');
-      git(workdir, 'commit', '-q', '-m', message);
-      git(workdir, 'push', '-q', 'origin', 'HEAD:main');
+      git(workdir, 'commit', '-q', '--allow-empty', '-m', message ?? `change ${counter}`);
+      if (withUpstream) git(workdir, 'push', '-q', 'origin', 'HEAD');
       return git(workdir, 'rev-parse', 'HEAD');
     },
     branches() {
@@ -58,7 +138,10 @@ export function createTestRepo(files: Record<string, string> = { 'README.md': '#
           .map((line) => line.split(' ') as [string, string]),
       );
     },
+    remove() {
+      rmSync(root, { recursive: true, force: true });
+    },
   };
-  repo.commit(files, 'initial');
+  if (files) repo.commit(files, 'initial');
   return repo;
 }

@@ -7,6 +7,8 @@ import { connect } from 'node:net';
 import { freePort } from '../../resolvers/providers/local';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testRunEnv } from './test-run';
+import { waitFor } from './wait';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -20,12 +22,11 @@ async function waitUntil(
   timeoutMs: number,
   what: () => string,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
+  try {
+    await waitFor(check, { timeoutMs, intervalMs: 100 });
+  } catch (error) {
+    throw new Error(`${what()} (${(error as Error).message})`);
   }
-  throw new Error(`${what()} (waited ${timeoutMs} ms)`);
 }
 
 export interface ServerProcessOptions {
@@ -76,6 +77,7 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
       SINGULACOMP_DATA_DIR: dataDir,
       SINGULACOMP_LOCAL_ENTRY: 'exec sleep 600',
       SINGULACOMP_SECRET_KEY: options.secretKey ?? TEST_SECRET_KEY,
+      ...testRunEnv(),
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
       ...options.env,
