@@ -5,7 +5,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { type Plugin, createGraphQLError, createYoga } from 'graphql-yoga';
+import { type Plugin, createGraphQLError, createYoga, maskError } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
@@ -173,7 +173,21 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     landingPage: false,
     graphiql: env.graphiql ? { title: 'SingulaComp', subscriptionsProtocol: 'WS' } : false,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    maskedErrors: { isDev: false },
+    // The client sees "Unexpected error."; the operator gets the cause in the log.
+    maskedErrors: {
+      isDev: false,
+      maskError(error, message, isDev) {
+        const masked = maskError(error, message, isDev);
+        if (masked.message === message) {
+          const cause = (error as { originalError?: unknown }).originalError ?? error;
+          log.error(
+            { err: cause, path: (error as { path?: unknown }).path },
+            'unexpected error in a resolver',
+          );
+        }
+        return masked;
+      },
+    },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
     maxRequestBodySize: false,

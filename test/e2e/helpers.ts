@@ -9,6 +9,8 @@ import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
 
 export interface E2eOptions {
+  /** @default 'postgres' */
+  db?: 'postgres' | 'pglite';
   /** Server settings (idle timeout, lease TTL, reaper interval). */
   env?: Record<string, string>;
   /** Daemon settings passed through SINGULACOMP_LOCAL_PASS_ENV. */
@@ -40,6 +42,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   const daemonEnv = { ...OFFLINE_OPENCODE_ENV, ...options.daemonEnv };
   Object.assign(process.env, daemonEnv);
   const t = await startTestApp({
+    db: options.db,
     env: {
       // Empty selects the default entry command: the bundled daemon.
       SINGULACOMP_LOCAL_ENTRY: '',
