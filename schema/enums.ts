@@ -12,6 +12,7 @@ import {
   TelemetryReason,
   TokenKind,
 } from '../prisma/generated/client/enums';
+import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
 
 export const SessionStatusEnum = builder.enumType(SessionStatus, {
@@ -28,3 +29,8 @@ export const ReloadPhaseNameEnum = builder.enumType(ReloadPhaseName, { name: 'Re
 export const ReloadPhaseStatusEnum = builder.enumType(ReloadPhaseStatus, { name: 'ReloadPhaseStatus' });
 export const ReloadStatusEnum = builder.enumType(ReloadStatus, { name: 'ReloadStatus' });
 export const SnapshotStatusEnum = builder.enumType(SnapshotStatus, { name: 'SnapshotStatus' });
+
+export const RuntimeStateEnum = builder.enumType('RuntimeState', {
+  description: "OpenCode's state as the sandbox daemon sees it.",
+  values: RUNTIME_STATES,
+});

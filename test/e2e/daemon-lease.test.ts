@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { print } from 'graphql';
 import { createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { type E2e, startE2e } from './helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
 // Scaled down from 15 min / 180 s / 30 s / 60 s; the ratios of the real settings are kept
 // (TTL several renew intervals, idle timeout longer than a renew interval). The idle timeout also
@@ -44,7 +44,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         },
       });
       projectId = await createProject(e.t, e.repo.url);
-    });
+    }, E2E_SETUP_TIMEOUT_MS);
     afterAll(async () => e?.stop());
 
     /** Waits until the session is BUSY with a live lease; on failure says where it got stuck. */

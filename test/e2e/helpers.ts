@@ -8,6 +8,12 @@ import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
 
+/**
+ * beforeAll budget: a fresh PGlite runs initdb in WebAssembly on the test's own thread, which takes
+ * tens of seconds on a loaded 2-core machine before the daemon and OpenCode even start.
+ */
+export const E2E_SETUP_TIMEOUT_MS = 300_000;
+
 export interface E2eOptions {
   /** @default 'postgres' */
   db?: 'postgres' | 'pglite';

@@ -9,7 +9,7 @@ import { AgentSessionDocument, ReloadSessionDocument } from '../generated/graphq
 import { OPENCODE_CONFIG_SUBDIR } from '../fixtures/opencode-project';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { type E2e, startE2e } from './helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
 for (const db of ['postgres', 'pglite'] as const) {
   describe(`reloading a session’s runtime through the API on ${db}`, () => {
@@ -29,7 +29,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
         return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
       }, 90_000);
-    }, 150_000);
+    }, E2E_SETUP_TIMEOUT_MS);
     afterAll(async () => e?.stop());
 
     async function reloadUntilDone(input: { noRepo?: boolean; force?: boolean }) {
