@@ -6,6 +6,7 @@ import type { Keys } from '../server/keys';
 import type { Logger } from '../server/logger';
 import type { PubSub } from '../server/pubsub';
 import { type AccountService, createAccountService } from './accounts/accounts';
+import { type MemberService, createMemberService } from './accounts/members';
 import { type BootstrapService, createBootstrapService } from './daemon/claim';
 import { type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
@@ -38,6 +39,7 @@ export interface Services {
   rates: RateTable;
   tokens: TokenService;
   accounts: AccountService;
+  members: MemberService;
   projects: ProjectService;
   sessions: SessionLifecycle;
   provisioner: Provisioner;
@@ -69,6 +71,7 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt });
   const accounts = createAccountService({ db, tokens });
+  const members = createMemberService({ db, tokens });
   const projects = createProjectService({
     db,
     encryptionKey: options.keys.encryption,
@@ -161,6 +164,7 @@ export function createServices(options: ServicesOptions): Services {
     rates,
     tokens,
     accounts,
+    members,
     projects,
     sessions,
     provisioner,

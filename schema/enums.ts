@@ -11,6 +11,7 @@ import {
   StopReason,
   TelemetryReason,
   TokenKind,
+  UserRole,
 } from '../prisma/generated/client/enums';
 import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
@@ -33,4 +34,9 @@ export const SnapshotStatusEnum = builder.enumType(SnapshotStatus, { name: 'Snap
 export const RuntimeStateEnum = builder.enumType('RuntimeState', {
   description: "OpenCode's state as the sandbox daemon sees it.",
   values: RUNTIME_STATES,
+});
+
+export const UserRoleEnum = builder.enumType(UserRole, {
+  name: 'UserRole',
+  description: "A member's role in their account: ADMIN runs the account (members, tier, service accounts).",
 });
