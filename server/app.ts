@@ -17,6 +17,7 @@ import { type Services, createServices } from '../resolvers/services';
 import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
 import { httpContext, wsContext } from './context';
+import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
@@ -171,7 +172,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: env.graphiql ? { title: 'SingulaComp', subscriptionsProtocol: 'WS' } : false,
+    graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
+    renderGraphiQL: renderGraphiql,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
     // The client sees "Unexpected error."; the operator gets the cause in the log.
     maskedErrors: {
@@ -236,6 +238,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         .end(JSON.stringify({ ok: ready, draining, ...checks }));
       return;
     }
+    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
     if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
