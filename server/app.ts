@@ -1,5 +1,6 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql'
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
-import { type Logger, createLogger } from './logger';
+import { type Logger, createLogger, defaultLogFormat } from './logger';
 import { migrate } from './migrate';
 import { type PubSub, createInProcessBroker, createPubSub } from './pubsub';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
@@ -125,11 +126,27 @@ function defaultEntryCommand(): string {
 
 export async function buildApp(options: AppOptions = {}): Promise<App> {
   const env = options.env ?? parseEnv();
-  const logger = options.logger ?? createLogger(env.logLevel);
+  const logger =
+    options.logger ?? createLogger(env.logLevel, { format: env.logFormat ?? defaultLogFormat(env.nodeEnv) });
   const log = logger.child({ module: 'app' });
+  // One line per start-up step, so a slow first start shows where it is.
+  let stepStart = performance.now();
+  const elapsedMs = () => {
+    const ms = Math.round(performance.now() - stepStart);
+    stepStart = performance.now();
+    return ms;
+  };
+  const engine = env.databaseUrl ? 'postgres' : 'pglite';
+  if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
+    log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
+  }
   const database: Database = await openDatabase({ url: env.databaseUrl, dataDir: env.dataDir });
+  log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
-  if (migrated.applied.length > 0) log.info({ applied: migrated.applied }, 'migrations applied');
+  log.info(
+    { applied: migrated.applied.length, upToDate: migrated.skipped.length, ms: elapsedMs() },
+    migrated.applied.length > 0 ? 'migrations applied' : 'migrations up to date',
+  );
   if (migrated.modified.length > 0)
     log.warn({ modified: migrated.modified }, 'applied migrations changed on disk');
   const keys = loadKeys({ secretKey: env.secretKey, dataDir: env.dataDir });
@@ -143,7 +160,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     });
   // Start-up does not block on Redis (queries and mutations work without it); a short wait avoids
   // reporting a freshly started process as unready.
-  if (!(await whenHealthy(pubsub, 3_000))) log.warn('pub/sub not reachable yet; retrying in the background');
+  const transport = options.pubsub ? 'provided' : env.redisUrl ? 'redis' : 'in-process';
+  if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
+  else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache') });
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
@@ -277,6 +296,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     return created.secret;
   }
 
+  let printGraphiqlLink = false;
   const app: App = {
     services,
     url: '',
@@ -284,12 +304,18 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     async start() {
       // The admin exists before the port opens: once /healthz answers, the token file is there.
       if (options.bootstrap !== false) {
+        elapsedMs();
         app.bootstrapToken = await bootstrap();
+        log.info(
+          { created: app.bootstrapToken !== null, ms: elapsedMs() },
+          app.bootstrapToken ? 'bootstrap admin created' : 'bootstrap: users exist',
+        );
         if (app.bootstrapToken && (options.printBootstrapToken ?? env.nodeEnv !== 'test')) {
           // Printed once, on first start only, so an operator can log in (R-RUN-1).
           process.stdout.write(
             `\nSingulaComp bootstrap admin token (shown once; also in ${join(env.dataDir, 'bootstrap-token')}):\n  ${app.bootstrapToken}\n\n`,
           );
+          printGraphiqlLink = env.graphiql;
         }
       }
       server.listen(env.port, env.host);
@@ -300,7 +326,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       url = `http://${host}:${port}`;
       app.url = url;
       services.reaper.start();
-      log.info({ url: `${url}/graphql` }, 'listening');
+      log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
+      if (printGraphiqlLink && app.bootstrapToken) {
+        // The token travels in the link's query string: only for the operator's own terminal.
+        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n\n`);
+      }
     },
     async stop() {
       draining = true;
