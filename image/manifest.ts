@@ -194,7 +194,7 @@ function parseTemplate(
   if (!isRecord(raw)) {
     errors.push({
       field: path,
-      message: `each template must be a mapping with slug, name and dockerfile or image; got ${typeName(raw)}`,
+      message: `each template must be a mapping with slug and dockerfile or image (name optional); got ${typeName(raw)}`,
     });
     return null;
   }
@@ -218,9 +218,10 @@ function parseTemplate(
     slug = raw.slug;
   }
 
+  // The display name is optional (the source document's own examples omit it): the slug stands in.
   let name = '';
   if (raw.name === undefined || raw.name === null) {
-    errors.push({ field: [...path, 'name'], message: 'is required: add a display name such as "Web app"' });
+    name = slug;
   } else if (typeof raw.name !== 'string' || raw.name.trim() === '') {
     errors.push({
       field: [...path, 'name'],
@@ -332,7 +333,7 @@ export function parseManifest(fileName: ManifestFileName, text: string): ParseMa
   if (rawTemplates === undefined || rawTemplates === null) {
     errors.push({
       field: ['sandbox', 'templates'],
-      message: 'is required: add a list of templates, each with slug, name and dockerfile or image',
+      message: 'is required: add a list of templates, each with slug and dockerfile or image',
     });
   } else if (!Array.isArray(rawTemplates)) {
     errors.push({

@@ -5,6 +5,7 @@ import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
 import type { Keys } from './auth/keys';
 import { type AccountService, createAccountService } from './accounts/accounts';
+import { type MemberService, createMemberService } from './accounts/members';
 import { type ClaimService, createClaimService } from './daemon/claim';
 import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
@@ -51,6 +52,7 @@ export interface Services {
   rates: RateTable;
   tokens: TokenService;
   accounts: AccountService;
+  members: MemberService;
   projects: ProjectService;
   sessions: SessionLifecycle;
   provisioner: Provisioner;
@@ -84,6 +86,7 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db, tokens });
+  const members = createMemberService({ db, tokens });
   const projects = createProjectService({
     db,
     encryptionKey: options.keys.encryption,
@@ -176,6 +179,7 @@ export function createServices(options: ServicesOptions): Services {
     rates,
     tokens,
     accounts,
+    members,
     projects,
     sessions,
     provisioner,

@@ -1,8 +1,11 @@
-// Account, User, Viewer and updateAccount.
+// Account, User, Viewer; updateAccount, createAccount (instance admin), addMember and removeMember
+// (account admins). Rules live in resolvers/accounts/.
 import { sessionLimit } from '../resolvers/accounts/limits';
+import { assertScope } from '../resolvers/auth/authz';
 import type { Principal } from '../resolvers/auth/principal';
+import type { Account, User } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
-import { AccountTierEnum, TokenKindEnum } from './enums';
+import { AccountTierEnum, TokenKindEnum, UserRoleEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
 
 export const AccountRef = builder.prismaObject('Account', {
@@ -14,6 +17,12 @@ export const AccountRef = builder.prismaObject('Account', {
       description: 'Effective limit: the account override, else the tier default.',
       resolve: (account) => sessionLimit(account),
     }),
+    members: t.prismaField({
+      type: ['User'],
+      description: 'Every user of the account, oldest first.',
+      authScopes: { human: true },
+      resolve: (query, account, _args, ctx) => ctx.services.members.list(ctx.principal!, account.id, query),
+    }),
     liveSessionCount: t.int({
       description: 'Sessions counting against the limit now (PROVISIONING or RUNNING).',
       resolve: (account, _args, ctx) => ctx.services.accounts.liveSessionCount(account.id),
@@ -21,12 +30,17 @@ export const AccountRef = builder.prismaObject('Account', {
   }),
 });
 
-builder.prismaObject('User', {
+export const UserRef = builder.prismaObject('User', {
   fields: (t) => ({
     id: t.exposeID('id'),
     email: t.exposeString('email'),
     name: t.exposeString('name'),
     isAdmin: t.boolean({ resolve: (user) => user.role === 'ADMIN' }),
+    role: t.expose('role', { type: UserRoleEnum }),
+    isInstanceAdmin: t.exposeBoolean('instanceAdmin', {
+      description: 'The instance admin (the bootstrap user) creates accounts.',
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
 
@@ -57,6 +71,25 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
       description: 'For a sandbox token: the session it is bound to.',
       resolve: (p) => (p.kind === 'SANDBOX' ? p.sessionId : null),
     }),
+    projects: t.prismaConnection(
+      {
+        type: 'Project',
+        cursor: 'id',
+        defaultSize: 20,
+        maxSize: 100,
+        description: "The account's projects, newest first (a sandbox token sees its own project).",
+        resolve: (query, p, _args, ctx) => {
+          if (p.kind !== 'SANDBOX') assertScope(p, 'projects:read');
+          return ctx.services.db.project.findMany({
+            ...query,
+            where: { accountId: p.accountId, ...(p.kind === 'SANDBOX' ? { id: p.projectId } : {}) },
+            orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          });
+        },
+      },
+      { name: 'ProjectConnection' },
+      { name: 'ProjectEdge' },
+    ),
     tokenExpiresAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.expiresAt }),
     tokens: t.prismaConnection(
       {
@@ -114,6 +147,88 @@ builder.mutationField('updateAccount', (t) =>
     args: { input: t.arg({ type: UpdateAccountInput }) },
     resolve: async (_root, { input }, ctx) => ({
       account: await ctx.services.accounts.update(ctx.principal!, input),
+    }),
+  }),
+);
+
+// --- createAccount (instance admin) ---------------------------------------------------------------
+
+const NewMemberInput = builder.inputType('NewMemberInput', {
+  fields: (t) => ({
+    email: t.string(),
+    name: t.string(),
+    role: t.field({ type: UserRoleEnum, required: false, description: 'Default: MEMBER.' }),
+  }),
+});
+
+const CreateAccountInput = builder.inputType('CreateAccountInput', {
+  fields: (t) => ({
+    name: t.string(),
+    tier: t.field({ type: AccountTierEnum, required: false, description: 'Default: FREE.' }),
+    admin: t.field({ type: NewMemberInput, description: "The account's first admin (role is ignored)." }),
+  }),
+});
+
+const CreateAccountSuccess = builder
+  .objectRef<{ account: Account; admin: User; secret: string }>('CreateAccountSuccess')
+  .implement({
+    fields: (t) => ({
+      account: t.field({ type: AccountRef, resolve: (p) => p.account }),
+      admin: t.field({ type: UserRef, resolve: (p) => p.admin }),
+      secret: t.exposeString('secret', {
+        description: "The admin's first personal access token. Shown once; only its hash is stored.",
+      }),
+    }),
+  });
+
+builder.mutationField('createAccount', (t) =>
+  t.field({
+    type: CreateAccountSuccess,
+    description: 'Instance admin only: a new account with its first admin.',
+    authScopes: { human: true },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: CreateAccountInput }) },
+    resolve: (_root, { input }, ctx) => ctx.services.members.createAccount(ctx.principal!, input),
+  }),
+);
+
+// --- addMember / removeMember (account admins) ----------------------------------------------------
+
+const AddMemberSuccess = builder.objectRef<{ member: User; secret: string }>('AddMemberSuccess').implement({
+  fields: (t) => ({
+    member: t.field({ type: UserRef, resolve: (p) => p.member }),
+    secret: t.exposeString('secret', {
+      description: "The member's first personal access token. Shown once; only its hash is stored.",
+    }),
+  }),
+});
+
+builder.mutationField('addMember', (t) =>
+  t.field({
+    type: AddMemberSuccess,
+    description: "Account admins: a new user in the caller's account, with a first token (shown once).",
+    authScopes: { human: true },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: NewMemberInput }) },
+    resolve: (_root, { input }, ctx) => ctx.services.members.add(ctx.principal!, input),
+  }),
+);
+
+const RemoveMemberInput = builder.inputType('RemoveMemberInput', {
+  fields: (t) => ({ userId: t.id() }),
+});
+
+const RemoveMemberSuccess = successType('RemoveMemberSuccess', 'member', UserRef);
+
+builder.mutationField('removeMember', (t) =>
+  t.field({
+    type: RemoveMemberSuccess,
+    description: 'Account admins: removes a user and revokes their tokens; their sessions stay.',
+    authScopes: { human: true },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: RemoveMemberInput }) },
+    resolve: async (_root, { input }, ctx) => ({
+      member: await ctx.services.members.remove(ctx.principal!, { userId: String(input.userId) }),
     }),
   }),
 );

@@ -3,16 +3,10 @@
 // session/sandbox — and reloadSession for users. Logic lives in resolvers/ (leases, telemetry,
 // runtime-state, claim, reloads).
 import { LeaseFencedError } from '../resolvers/errors';
-import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
-import { ReloadPhaseNameEnum, ReloadPhaseStatusEnum, TelemetryReasonEnum } from './enums';
+import { ReloadPhaseNameEnum, ReloadPhaseStatusEnum, RuntimeStateEnum, TelemetryReasonEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
 import { SandboxRef } from './sandboxes';
-
-const RuntimeStateEnum = builder.enumType('RuntimeState', {
-  description: "OpenCode's state as the sandbox daemon sees it.",
-  values: RUNTIME_STATES,
-});
 
 // --- claimBootstrap -------------------------------------------------------------------------------
 

@@ -11,7 +11,9 @@ import {
   StopReason,
   TelemetryReason,
   TokenKind,
+  UserRole,
 } from '../prisma/generated/client/enums';
+import { RUNTIME_STATES } from '../resolvers/daemon/runtime-state';
 import { builder } from './builder';
 
 export const SessionStatusEnum = builder.enumType(SessionStatus, {
@@ -28,3 +30,13 @@ export const ReloadPhaseNameEnum = builder.enumType(ReloadPhaseName, { name: 'Re
 export const ReloadPhaseStatusEnum = builder.enumType(ReloadPhaseStatus, { name: 'ReloadPhaseStatus' });
 export const ReloadStatusEnum = builder.enumType(ReloadStatus, { name: 'ReloadStatus' });
 export const SnapshotStatusEnum = builder.enumType(SnapshotStatus, { name: 'SnapshotStatus' });
+
+export const RuntimeStateEnum = builder.enumType('RuntimeState', {
+  description: "OpenCode's state as the sandbox daemon sees it.",
+  values: RUNTIME_STATES,
+});
+
+export const UserRoleEnum = builder.enumType(UserRole, {
+  name: 'UserRole',
+  description: "A member's role in their account: ADMIN runs the account (members, tier, service accounts).",
+});

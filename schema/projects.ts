@@ -26,7 +26,23 @@ export const ProjectRef = builder.prismaNode('Project', {
     manifestSyncedAt: t.expose('manifestSyncedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     templates: t.relation('templates', { query: { orderBy: { slug: 'asc' } } }),
-    secrets: t.relation('secrets', { query: { orderBy: { name: 'asc' } } }),
+    secrets: t.relation('secrets', {
+      description: 'Names and flags only; values are write-only.',
+      query: { orderBy: { name: 'asc' } },
+    }),
+    sessions: t.relatedConnection(
+      'sessions',
+      {
+        cursor: 'id',
+        defaultSize: 20,
+        maxSize: 100,
+        description: "The project's sessions, newest first (needs sessions:read).",
+        authScopes: { scope: 'sessions:read' },
+        query: { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] },
+      },
+      { name: 'ProjectSessionConnection' },
+      { name: 'ProjectSessionEdge' },
+    ),
   }),
 });
 

@@ -5,11 +5,13 @@ import { tryParseId } from '../resolvers/ids';
 import { ProvisioningPhase } from '../prisma/generated/client/enums';
 import { sandboxCostUsd } from '../resolvers/billing/metering';
 import { isLeaseLive } from '../resolvers/leases/leases';
+import { isAgentReady, sessionRuntimeState } from '../resolvers/sessions/readiness';
 import { builder, successType } from './builder';
 import {
   ReloadPhaseNameEnum,
   ReloadPhaseStatusEnum,
   ReloadStatusEnum,
+  RuntimeStateEnum,
   SessionStatusEnum,
   StopReasonEnum,
 } from './enums';
@@ -26,7 +28,25 @@ export const SessionRef = builder.prismaNode('Session', {
   },
   fields: (t) => ({
     sessionId: t.exposeString('id', { description: 'The session UUID; equals branchName.' }),
-    status: t.expose('status', { type: SessionStatusEnum }),
+    status: t.expose('status', {
+      type: SessionStatusEnum,
+      description:
+        'RUNNING means the sandbox is up; the agent inside may still be starting (see agentReady).',
+    }),
+    runtimeState: t.field({
+      type: RuntimeStateEnum,
+      nullable: true,
+      description:
+        "OpenCode's state as the sandbox daemon last reported it while the session is RUNNING; null before the first report and once the session ended.",
+      select: { status: true, sandbox: { select: { runtimeState: true } } },
+      resolve: (session) => sessionRuntimeState(session.status, session.sandbox?.runtimeState) as never,
+    }),
+    agentReady: t.boolean({
+      description:
+        'true when the agent can take a turn: the session is RUNNING and OpenCode is HEALTHY, IDLE or BUSY. sessionUpdated and accountSessions fire when it changes.',
+      select: { status: true, sandbox: { select: { runtimeState: true } } },
+      resolve: (session) => isAgentReady(session.status, session.sandbox?.runtimeState),
+    }),
     branchName: t.exposeString('branchName'),
     baseRef: t.exposeString('baseRef'),
     baseCommit: t.exposeString('baseCommit', { nullable: true }),

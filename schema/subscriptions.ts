@@ -8,6 +8,7 @@ import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import type { Principal } from '../resolvers/auth/principal';
 import type { Channels, Envelope, StreamTopic } from '../resolvers/events/channels';
+import type { SessionSnapshot } from '../resolvers/sessions/readiness';
 import { type Context, builder } from './builder';
 import { canReadSandbox } from './sandboxes';
 
@@ -53,6 +54,29 @@ const sessionCheck = (principal: Principal, payload: { sessionId: string; accoun
 const sandboxCheck = (principal: Principal, payload: { sessionId: string; accountId: string }) =>
   canReadSandbox(principal, payload);
 
+/**
+ * Overwrites what the event froze (status, phase, stop reason, the sandbox's status and runtime
+ * state) on the row read now, so live and replayed events show the session as it was. Events
+ * logged before a field was frozen keep the current value.
+ */
+function asOfEvent<S extends { status: unknown }>(session: S, snapshot: SessionSnapshot): S {
+  const frozen = session as S & {
+    provisioningPhase?: unknown;
+    stopReason?: unknown;
+    sandbox?: { status?: unknown; runtimeState?: unknown } | null;
+  };
+  frozen.status = snapshot.status as never;
+  if (snapshot.provisioningPhase !== undefined && 'provisioningPhase' in frozen)
+    frozen.provisioningPhase = snapshot.provisioningPhase;
+  if (snapshot.stopReason !== undefined && 'stopReason' in frozen) frozen.stopReason = snapshot.stopReason;
+  if (snapshot.sandboxStatus === null && 'sandbox' in frozen) frozen.sandbox = null;
+  else if (snapshot.sandboxStatus !== undefined && frozen.sandbox) {
+    if ('status' in frozen.sandbox) frozen.sandbox.status = snapshot.sandboxStatus;
+    if ('runtimeState' in frozen.sandbox) frozen.sandbox.runtimeState = snapshot.runtimeState ?? null;
+  }
+  return session;
+}
+
 function requireId(value: unknown, type: string, arg: string): string {
   const id = tryParseId(String(value), type);
   if (!id) throw badUserInput(`Not a valid ${type} id.`, [arg]);
@@ -77,7 +101,7 @@ builder.subscriptionField('sessionUpdated', (t) =>
       const session = await ctx.services.db.session.findUniqueOrThrow({ ...query, where: { id: event.key } });
       assertCanReadSession(ctx.principal!, session);
       // The state at the time of the event (replayed events show what happened, not what is).
-      return Object.assign(session, { status: event.payload.status as never, seq: event.seq });
+      return Object.assign(asOfEvent(session, event.payload), { seq: event.seq });
     },
   }),
 );
@@ -101,8 +125,7 @@ builder.subscriptionField('accountSessions', (t) =>
         where: { id: event.payload.sessionId },
       });
       assertCanReadSession(ctx.principal!, session);
-      return Object.assign(session, {
-        status: event.payload.status as never,
+      return Object.assign(asOfEvent(session, event.payload), {
         ...(event.payload.sessionSeq !== undefined ? { seq: event.payload.sessionSeq } : {}),
       });
     },

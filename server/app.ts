@@ -1,10 +1,11 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, maskError } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
@@ -19,10 +20,11 @@ import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLim
 import { createBootstrapAdmin } from './bootstrap-admin';
 import { httpContext, wsContext } from './context';
 import { answerHealth } from './health';
+import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
-import { type Logger, createLogger } from './logger';
+import { type Logger, createLogger, defaultLogFormat } from './logger';
 import { migrate } from './migrate';
 import { createInProcessBroker, createPubSub } from './pubsub';
 import type { PubSub } from '../resolvers/events/channels';
@@ -65,11 +67,27 @@ function defaultEntryCommand(): string {
 
 export async function buildApp(options: AppOptions = {}): Promise<App> {
   const env = options.env ?? parseEnv();
-  const logger = options.logger ?? createLogger(env.logLevel);
+  const logger =
+    options.logger ?? createLogger(env.logLevel, { format: env.logFormat ?? defaultLogFormat(env.nodeEnv) });
   const log = logger.child({ module: 'app' });
+  // One line per start-up step, so a slow first start shows where it is.
+  let stepStart = performance.now();
+  const elapsedMs = () => {
+    const ms = Math.round(performance.now() - stepStart);
+    stepStart = performance.now();
+    return ms;
+  };
+  const engine = env.databaseUrl ? 'postgres' : 'pglite';
+  if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
+    log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
+  }
   const database: Database = await openDatabase({ url: env.databaseUrl, dataDir: env.dataDir });
+  log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
-  if (migrated.applied.length > 0) log.info({ applied: migrated.applied }, 'migrations applied');
+  log.info(
+    { applied: migrated.applied.length, upToDate: migrated.skipped.length, ms: elapsedMs() },
+    migrated.applied.length > 0 ? 'migrations applied' : 'migrations up to date',
+  );
   if (migrated.modified.length > 0)
     log.warn({ modified: migrated.modified }, 'applied migrations changed on disk');
   const keys = loadKeys({ secretKey: env.secretKey, dataDir: env.dataDir });
@@ -83,7 +101,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     });
   // Start-up does not block on Redis (queries and mutations work without it); a short wait avoids
   // reporting a freshly started process as unready.
-  if (!(await whenHealthy(pubsub, 3_000))) log.warn('pub/sub not reachable yet; retrying in the background');
+  const transport = options.pubsub ? 'provided' : env.redisUrl ? 'redis' : 'in-process';
+  if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
+  else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache') });
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
@@ -113,9 +133,24 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: env.graphiql ? { title: 'SingulaComp', subscriptionsProtocol: 'WS' } : false,
+    graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
+    renderGraphiQL: renderGraphiql,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    maskedErrors: { isDev: false },
+    // The client sees "Unexpected error."; the operator gets the cause in the log.
+    maskedErrors: {
+      isDev: false,
+      maskError(error, message, isDev) {
+        const masked = maskError(error, message, isDev);
+        if (masked.message === message) {
+          const cause = (error as { originalError?: unknown }).originalError ?? error;
+          log.error(
+            { err: cause, path: (error as { path?: unknown }).path },
+            'unexpected error in a resolver',
+          );
+        }
+        return masked;
+      },
+    },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
     maxRequestBodySize: false,
@@ -150,6 +185,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
+    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
     if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
@@ -176,6 +212,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     options: options.realtime,
   });
 
+  let printGraphiqlLink = false;
   const app: App = {
     services,
     url: '',
@@ -183,12 +220,18 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     async start() {
       // The admin exists before the port opens: once /healthz answers, the token file is there.
       if (options.bootstrap !== false) {
+        elapsedMs();
         app.bootstrapToken = await createBootstrapAdmin(services, env.dataDir, log);
+        log.info(
+          { created: app.bootstrapToken !== null, ms: elapsedMs() },
+          app.bootstrapToken ? 'bootstrap admin created' : 'bootstrap: users exist',
+        );
         if (app.bootstrapToken && (options.printBootstrapToken ?? env.nodeEnv !== 'test')) {
           // Printed once, on first start only, so an operator can log in (R-RUN-1).
           process.stdout.write(
             `\nSingulaComp bootstrap admin token (shown once; also in ${join(env.dataDir, 'bootstrap-token')}):\n  ${app.bootstrapToken}\n\n`,
           );
+          printGraphiqlLink = env.graphiql;
         }
       }
       server.listen(env.port, env.host);
@@ -199,7 +242,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       url = `http://${host}:${port}`;
       app.url = url;
       services.reaper.start();
-      log.info({ url: `${url}/graphql` }, 'listening');
+      log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
+      if (printGraphiqlLink && app.bootstrapToken) {
+        // The token travels in the link's query string: only for the operator's own terminal.
+        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n\n`);
+      }
     },
     async stop() {
       draining = true;

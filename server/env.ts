@@ -54,6 +54,8 @@ const variables = z.object({
   DATABASE_URL: z.string().url().optional(),
   REDIS_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** pretty: one readable line per event; json: one JSON object per line. Default: pretty on a terminal outside production. */
+  LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
   /** Base URL sandboxes use to reach this API (injected as SINGULACOMP_API_URL). */
   SINGULACOMP_PUBLIC_URL: z.string().url().optional(),
   /** 32-byte key (base64) for secrets at rest and sandbox-token signing; shared by every server process. */
@@ -138,6 +140,8 @@ const schema = variables.transform((e) => ({
   databaseUrl: e.DATABASE_URL ?? null,
   redisUrl: e.REDIS_URL ?? null,
   logLevel: e.LOG_LEVEL as string,
+  /** null: pretty on a terminal outside production, JSON otherwise. */
+  logFormat: (e.LOG_FORMAT ?? null) as 'pretty' | 'json' | null,
   publicUrl: e.SINGULACOMP_PUBLIC_URL ?? null,
   secretKey: e.SINGULACOMP_SECRET_KEY ?? null,
   localEntry: e.SINGULACOMP_LOCAL_ENTRY ?? null,

@@ -1,9 +1,9 @@
 // `npm start`: one server process with embedded defaults (R-RUN-1).
 import { buildApp } from './app';
 
+// buildApp logs each start-up step and app.start() the one listening line.
 const app = await buildApp();
 await app.start();
-process.stdout.write(`SingulaComp API on ${app.url}/graphql\n`);
 
 let stopping = false;
 const shutdown = (signal: string) => {

@@ -54,7 +54,9 @@ export function createAccountService(options: { db: Db; tokens: TokenService }) 
       const user = await db.$transaction(async (tx) => {
         // Two processes starting together: the unique email lets exactly one create the admin.
         const account = await tx.account.create({ data: { name: 'Default', tier: 'TEAM' } });
-        return tx.user.create({ data: { accountId: account.id, email, name: 'Admin', role: 'ADMIN' } });
+        return tx.user.create({
+          data: { accountId: account.id, email, name: 'Admin', role: 'ADMIN', instanceAdmin: true },
+        });
       });
       const principal = {
         kind: 'USER' as const,

@@ -31,6 +31,10 @@ export function createRuntimeStateService(options: { db: Db; events: Events; now
       }
       const message = input.message ? input.message.replaceAll('\0', '').slice(0, MAX_RUNTIME_MESSAGE) : null;
       const at = new Date(now());
+      const before = await db.sandbox.findUnique({
+        where: { id: sandbox.sandboxId },
+        select: { runtimeState: true },
+      });
       const { count } = await db.sandbox.updateMany({
         where: { id: sandbox.sandboxId, sessionId, status: { in: ['CREATING', 'STARTING', 'STARTED'] } },
         data: {
@@ -49,6 +53,11 @@ export function createRuntimeStateService(options: { db: Db; events: Events; now
         ]);
       }
       await events.sandbox(updated, principal!.accountId);
+      // Session.runtimeState and agentReady derive from this: the session's watchers hear of it too.
+      if (before?.runtimeState !== updated.runtimeState) {
+        const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
+        if (session) await events.session(session);
+      }
       return updated;
     },
   };

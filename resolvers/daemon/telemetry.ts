@@ -69,11 +69,14 @@ const BYTE_AND_LOAD_COLUMNS = [
 // event log) commit together, so an event never describes a sample that is not stored and a stored
 // sample always has its event. Ids are drawn per input row (in a materialized CTE) and returned
 // with the row's position, so each caller gets its own id without relying on the order of RETURNING.
+// The reasons travel as text[] and are cast inside: PGlite serializes a parameter by its declared
+// type and has no serializer for an enum array, so `$10::text[]::"TelemetryReason"[]` reached it as the
+// JS array's toString() ("malformed array literal") and every report failed on the embedded default.
 const INSERT_BATCH = appendManySql(
   `samples AS (
   SELECT nextval(pg_get_serial_sequence('"TelemetrySample"', 'id')) AS "id", t.*
   FROM unnest($1::uuid[], $2::timestamp(3)[], $3::float8[], $4::float8[], $5::float8[], $6::float8[],
-    $7::float8[], $8::float8[], $9::float8[], $10::"TelemetryReason"[], $11::jsonb[])
+    $7::float8[], $8::float8[], $9::float8[], $10::text[]::"TelemetryReason"[], $11::jsonb[])
     WITH ORDINALITY AS t("sandboxId", "at", "memoryUsedBytes", "memoryLimitBytes", "load1", "diskUsedBytes",
       "diskTotalBytes", "daemonRssBytes", "opencodeRssBytes", "reason", "event", "ord")
 ), inserted AS (

@@ -2,6 +2,7 @@
 // server/pubsub.ts implements the port (event log + broker); services and schema depend only on this.
 import { GraphQLError } from 'graphql';
 import type { SqlClient } from '../platform';
+import type { SessionSnapshot } from '../sessions/readiness';
 
 /** A telemetry sample carried inside its event, so delivering it needs no database read. */
 export interface TelemetrySnapshot {
@@ -18,7 +19,8 @@ export interface TelemetrySnapshot {
 
 /** topic → payload. Payloads carry ids plus the state at the time; subscribers re-check capability. */
 export interface Channels {
-  sessionUpdated: { sessionId: string; accountId: string; status: string };
+  /** The snapshot fields freeze the session as of the event (absent in events logged before them). */
+  sessionUpdated: { sessionId: string; accountId: string } & SessionSnapshot;
   sandboxUpdated: { sandboxId: string; sessionId: string; accountId: string; status: string };
   telemetry: {
     sandboxId: string;
@@ -30,7 +32,7 @@ export interface Channels {
   };
   reloadProgress: { reloadId: string; sessionId: string; accountId: string; status?: string; phase?: string };
   /** `sessionSeq` is the seq of the matching sessionUpdated event (Session.seq). */
-  accountSessions: { sessionId: string; accountId: string; status: string; sessionSeq?: number };
+  accountSessions: { sessionId: string; accountId: string; sessionSeq?: number } & SessionSnapshot;
   /** Control message: close this token's sockets on every process. Not logged, no seq. */
   tokenRevoked: { tokenId: string };
 }

@@ -27,8 +27,29 @@ export function createEvents(pubsub: PubSub, logger: Logger) {
      * A session changed. Returns the session's new seq and stamps it on `session`, so a mutation
      * that returns this row reports the seq its change produced.
      */
-    async session(session: { id: string; accountId: string; status: string; seq?: number }) {
-      const payload = { sessionId: session.id, accountId: session.accountId, status: session.status };
+    async session(session: {
+      id: string;
+      accountId: string;
+      status: string;
+      provisioningPhase?: string | null;
+      stopReason?: string | null;
+      /** Include the sandbox (status, runtimeState) so the event freezes it too. */
+      sandbox?: { status: string; runtimeState: string | null } | null;
+      seq?: number;
+    }) {
+      const payload: Channels['sessionUpdated'] = {
+        sessionId: session.id,
+        accountId: session.accountId,
+        status: session.status,
+        ...(session.provisioningPhase !== undefined ? { provisioningPhase: session.provisioningPhase } : {}),
+        ...(session.stopReason !== undefined ? { stopReason: session.stopReason } : {}),
+        ...(session.sandbox !== undefined
+          ? {
+              sandboxStatus: session.sandbox?.status ?? null,
+              runtimeState: session.sandbox?.runtimeState ?? null,
+            }
+          : {}),
+      };
       const seq = await send('sessionUpdated', session.id, payload);
       if (seq !== null) session.seq = seq;
       await send('accountSessions', session.accountId, {

@@ -201,7 +201,8 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
           },
         });
       });
-      await events.session(session);
+      // No sandbox yet: the event says so, whatever exists when a subscriber resolves it.
+      await events.session({ ...session, sandbox: null });
 
       try {
         await git.cutBranch(repo, baseCommit, session.branchName);
@@ -233,13 +234,16 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
           stoppedAt: now,
         },
       });
-      const session = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
-      if (count > 0) {
-        await events.session(session);
-        await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
-          log.warn({ sessionId, err: error }, 'teardown after failure did not complete');
-        });
-      }
+      if (count === 0) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
+        log.warn({ sessionId, err: error }, 'teardown after failure did not complete');
+      });
+      // Published after the teardown, so the event shows the sandbox as the caller sees it.
+      const session = await db.session.findUniqueOrThrow({
+        where: { id: sessionId },
+        include: { sandbox: true },
+      });
+      await events.session(session);
       return session;
     },
 
@@ -264,11 +268,16 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         data: { status: 'STOPPED', stopReason: reason, stoppedAt: now },
       });
       if (count === 0) return null;
-      const session = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
-      await events.session(session);
       await options.teardown(sessionId, reason).catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown did not complete');
       });
+      // Published after the teardown: the STOPPED event and stopSession's answer show the same
+      // sandbox (DESTROYED), live and replayed.
+      const session = await db.session.findUniqueOrThrow({
+        where: { id: sessionId },
+        include: { sandbox: true },
+      });
+      await events.session(session);
       return session;
     },
 
@@ -277,7 +286,10 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         where: { id: sessionId, status: 'PROVISIONING' },
         data: { status: 'RUNNING', startedAt: new Date() },
       });
-      if (count > 0) await events.session(await db.session.findUniqueOrThrow({ where: { id: sessionId } }));
+      if (count > 0)
+        await events.session(
+          await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
+        );
     },
   };
 }

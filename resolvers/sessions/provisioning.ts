@@ -65,7 +65,10 @@ export function createProvisioner(options: ProvisionerOptions) {
       where: { id: sessionId, status: 'PROVISIONING' },
       data: { provisioningPhase: phase },
     });
-    if (count > 0) await events.session(await db.session.findUniqueOrThrow({ where: { id: sessionId } }));
+    if (count > 0)
+      await events.session(
+        await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
+      );
   }
 
   async function stillProvisioning(sessionId: string): Promise<boolean> {

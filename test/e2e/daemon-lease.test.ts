@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { print } from 'graphql';
 import { createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { type E2e, startE2e } from './helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
 // Scaled down from 15 min / 180 s / 30 s / 60 s; the ratios of the real settings are kept
 // (TTL several renew intervals, idle timeout longer than a renew interval). The idle timeout also
@@ -24,162 +24,167 @@ const RENEW_MS = 1_000;
 
 type Session = NonNullable<AgentSessionQuery['session']>;
 
-describe('the daemon, its lease and the idle reaper, end to end', () => {
-  let e: E2e;
-  let projectId: string;
+for (const db of ['postgres', 'pglite'] as const) {
+  describe(`the daemon, its lease and the idle reaper, end to end on ${db}`, () => {
+    let e: E2e;
+    let projectId: string;
 
-  beforeAll(async () => {
-    e = await startE2e({
-      env: {
-        SINGULACOMP_IDLE_TIMEOUT_MS: String(IDLE_MS),
-        SINGULACOMP_LEASE_TTL_MS: String(TTL_MS),
-        SINGULACOMP_REAPER_INTERVAL_MS: '250',
-      },
-      daemonEnv: {
-        SINGULACOMP_LEASE_RENEW_INTERVAL_MS: String(RENEW_MS),
-        SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000',
-        SINGULACOMP_ATTACHMENT_OFFLOAD: '0',
-      },
-    });
-    projectId = await createProject(e.t, e.repo.url);
-  });
-  afterAll(async () => e?.stop());
-
-  /** Waits until the session is BUSY with a live lease; on failure says where it got stuck. */
-  async function untilBusy(s: { sessionId: string }, providerSandboxId: string): Promise<Session> {
-    try {
-      return await waitFor(async () => {
-        const v = await view(s.sessionId);
-        return v.sandbox?.runtimeState === 'BUSY' && v.lease?.live ? v : null;
-      }, 90_000);
-    } catch (error) {
-      const log = await readFile(join(e.sandboxDir(providerSandboxId), 'entry.log'), 'utf8').catch(() => '');
-      throw new Error(
-        `${(error as Error).message}\nsandbox: ${JSON.stringify({ ...(await view(s.sessionId)).sandbox, telemetry: undefined })}\ndaemon log:\n${log.slice(-4_000)}`,
-      );
-    }
-  }
-
-  async function view(sessionId: string): Promise<Session> {
-    const res = await e.t.request(AgentSessionDocument, { id: sessionId });
-    if (!res.data?.session) throw new Error(JSON.stringify(res));
-    return res.data.session;
-  }
-
-  test('a busy turn keeps the sandbox past the idle timeout; once it ends the reaper stops it as IDLE_REAPED', async () => {
-    e.stub.setDelayMs(IDLE_MS + TTL_MS + 2_000);
-    const before = e.stub.requests.length;
-    const s = await startSession(e.t, projectId, { prompt: 'Take your time.' });
-    const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
-
-    // Telemetry from the daemon reaches a graphql-ws subscriber.
-    const client = createClient({
-      url: e.t.wsUrl,
-      webSocketImpl: WebSocket,
-      connectionParams: { authorization: e.t.adminToken },
-    });
-    const samples: Array<Record<string, unknown>> = [];
-    const unsubscribe = client.subscribe(
-      { query: print(TelemetryUpdatesDocument), variables: { sandboxId: s.sandboxId } },
-      {
-        next: (value) => {
-          if (value.data?.telemetry) samples.push(value.data.telemetry as Record<string, unknown>);
+    beforeAll(async () => {
+      e = await startE2e({
+        db,
+        env: {
+          SINGULACOMP_IDLE_TIMEOUT_MS: String(IDLE_MS),
+          SINGULACOMP_LEASE_TTL_MS: String(TTL_MS),
+          SINGULACOMP_REAPER_INTERVAL_MS: '250',
         },
-        error: () => {},
-        complete: () => {},
-      },
-    );
-    try {
-      // The daemon claimed the prompt and OpenCode is working on it against the stub model.
-      const busy = await untilBusy(s, sandbox.providerSandboxId!);
-      const busySince = Date.now();
-      expect(busy.status).toBe('RUNNING');
-      expect(busy.sandbox?.keptAliveBecause).toContain(`generation ${busy.lease?.generation}`);
-      expect(busy.sandbox?.leaseExpiresAt).toBe(busy.lease?.expiresAt);
-      await waitFor(async () => e.stub.requests.length > before, 30_000);
-      const claimed = await e.t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
-      expect(claimed.bootstrapClaimedAt).not.toBeNull();
-
-      const sample = await waitFor(async () => samples[0], 30_000);
-      expect(sample.memoryLimitBytes as number).toBeGreaterThan(0);
-      expect(sample.diskTotalBytes as number).toBeGreaterThan(0);
-      expect(sample.daemonRssBytes as number).toBeGreaterThan(0);
-      expect(['INTERVAL', 'STATE_CHANGE']).toContain(sample.reason);
-      const stored = await e.t.app.services.db.telemetrySample.count({ where: { sandboxId: s.sandboxId } });
-      expect(stored).toBeGreaterThanOrEqual(1);
-
-      // The turn outlives the idle timeout and several lease TTLs; the sandbox stays RUNNING.
-      const turnEnded = await waitFor(async () => {
-        const v = await view(s.sessionId);
-        if (v.status !== 'RUNNING') throw new Error(`stopped mid-turn: ${JSON.stringify(v)}`);
-        return v.sandbox?.runtimeState === 'IDLE' ? v : null;
-      }, 90_000);
-      expect(Date.now() - busySince).toBeGreaterThan(IDLE_MS);
-      const held = await e.t.app.services.db.executionLease.findUniqueOrThrow({
-        where: { sandboxId: s.sandboxId },
+        daemonEnv: {
+          SINGULACOMP_LEASE_RENEW_INTERVAL_MS: String(RENEW_MS),
+          SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000',
+          SINGULACOMP_ATTACHMENT_OFFLOAD: '0',
+        },
       });
-      // Renewed far beyond one TTL with one generation: the daemon kept it alive, nothing fenced it.
-      expect(held.generation).toBe(busy.lease?.generation);
-      expect(held.renewedAt.getTime() - held.acquiredAt.getTime()).toBeGreaterThan(TTL_MS);
-      expect(turnEnded.status).toBe('RUNNING');
-      expect(samples.length).toBeGreaterThanOrEqual(2);
+      projectId = await createProject(e.t, e.repo.url);
+    }, E2E_SETUP_TIMEOUT_MS);
+    afterAll(async () => e?.stop());
 
-      // The turn ended: the lease is released and the reaper stops the idle sandbox.
+    /** Waits until the session is BUSY with a live lease; on failure says where it got stuck. */
+    async function untilBusy(s: { sessionId: string }, providerSandboxId: string): Promise<Session> {
+      try {
+        return await waitFor(async () => {
+          const v = await view(s.sessionId);
+          return v.sandbox?.runtimeState === 'BUSY' && v.lease?.live ? v : null;
+        }, 90_000);
+      } catch (error) {
+        const log = await readFile(join(e.sandboxDir(providerSandboxId), 'entry.log'), 'utf8').catch(
+          () => '',
+        );
+        throw new Error(
+          `${(error as Error).message}\nsandbox: ${JSON.stringify({ ...(await view(s.sessionId)).sandbox, telemetry: undefined })}\ndaemon log:\n${log.slice(-4_000)}`,
+        );
+      }
+    }
+
+    async function view(sessionId: string): Promise<Session> {
+      const res = await e.t.request(AgentSessionDocument, { id: sessionId });
+      if (!res.data?.session) throw new Error(JSON.stringify(res));
+      return res.data.session;
+    }
+
+    test('a busy turn keeps the sandbox past the idle timeout; once it ends the reaper stops it as IDLE_REAPED', async () => {
+      e.stub.setDelayMs(IDLE_MS + TTL_MS + 2_000);
+      const before = e.stub.requests.length;
+      const s = await startSession(e.t, projectId, { prompt: 'Take your time.' });
+      const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+
+      // Telemetry from the daemon reaches a graphql-ws subscriber.
+      const client = createClient({
+        url: e.t.wsUrl,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: e.t.adminToken },
+      });
+      const samples: Array<Record<string, unknown>> = [];
+      const unsubscribe = client.subscribe(
+        { query: print(TelemetryUpdatesDocument), variables: { sandboxId: s.sandboxId } },
+        {
+          next: (value) => {
+            if (value.data?.telemetry) samples.push(value.data.telemetry as Record<string, unknown>);
+          },
+          error: () => {},
+          complete: () => {},
+        },
+      );
+      try {
+        // The daemon claimed the prompt and OpenCode is working on it against the stub model.
+        const busy = await untilBusy(s, sandbox.providerSandboxId!);
+        const busySince = Date.now();
+        expect(busy.status).toBe('RUNNING');
+        expect(busy.sandbox?.keptAliveBecause).toContain(`generation ${busy.lease?.generation}`);
+        expect(busy.sandbox?.leaseExpiresAt).toBe(busy.lease?.expiresAt);
+        await waitFor(async () => e.stub.requests.length > before, 30_000);
+        const claimed = await e.t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
+        expect(claimed.bootstrapClaimedAt).not.toBeNull();
+
+        const sample = await waitFor(async () => samples[0], 30_000);
+        expect(sample.memoryLimitBytes as number).toBeGreaterThan(0);
+        expect(sample.diskTotalBytes as number).toBeGreaterThan(0);
+        expect(sample.daemonRssBytes as number).toBeGreaterThan(0);
+        expect(['INTERVAL', 'STATE_CHANGE']).toContain(sample.reason);
+        const stored = await e.t.app.services.db.telemetrySample.count({ where: { sandboxId: s.sandboxId } });
+        expect(stored).toBeGreaterThanOrEqual(1);
+
+        // The turn outlives the idle timeout and several lease TTLs; the sandbox stays RUNNING.
+        const turnEnded = await waitFor(async () => {
+          const v = await view(s.sessionId);
+          if (v.status !== 'RUNNING') throw new Error(`stopped mid-turn: ${JSON.stringify(v)}`);
+          return v.sandbox?.runtimeState === 'IDLE' ? v : null;
+        }, 90_000);
+        expect(Date.now() - busySince).toBeGreaterThan(IDLE_MS);
+        const held = await e.t.app.services.db.executionLease.findUniqueOrThrow({
+          where: { sandboxId: s.sandboxId },
+        });
+        // Renewed far beyond one TTL with one generation: the daemon kept it alive, nothing fenced it.
+        expect(held.generation).toBe(busy.lease?.generation);
+        expect(held.renewedAt.getTime() - held.acquiredAt.getTime()).toBeGreaterThan(TTL_MS);
+        expect(turnEnded.status).toBe('RUNNING');
+        expect(samples.length).toBeGreaterThanOrEqual(2);
+
+        // The turn ended: the lease is released and the reaper stops the idle sandbox.
+        const stopped = await waitFor(async () => {
+          const v = await view(s.sessionId);
+          return v.status === 'STOPPED' ? v : null;
+        }, 60_000);
+        expect(stopped.stopReason).toBe('IDLE_REAPED');
+        const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
+          where: { sandboxId: s.sandboxId },
+        });
+        expect(lease.holder).toBe('reaper:IDLE_REAPED');
+        expect(lease.releasedAt).not.toBeNull();
+        expect(new Date(stopped.stoppedAt!).getTime()).toBeGreaterThanOrEqual(
+          lease.releasedAt!.getTime() + IDLE_MS,
+        );
+        const gone = await waitFor(async () => {
+          const v = await view(s.sessionId);
+          return v.sandbox?.status === 'DESTROYED' ? v : null;
+        }, 30_000);
+        expect(gone.sandbox?.stopReason).toBe('IDLE_REAPED');
+        expect(gone.sandbox?.keptAliveBecause).toBeNull();
+        await waitFor(async () => e.processesIn(sandbox.providerSandboxId!).length === 0, 20_000);
+      } finally {
+        unsubscribe();
+        await client.dispose();
+      }
+    }, 180_000);
+
+    test('a daemon killed mid-turn stops renewing: the lease expires and the sandbox is reaped as LEASE_EXPIRED', async () => {
+      e.stub.setDelayMs(600_000);
+      const s = await startSession(e.t, projectId, { prompt: 'This turn never finishes.' });
+      const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+      const busy = await untilBusy(s, sandbox.providerSandboxId!);
+      const generation = busy.lease!.generation;
+
+      const daemon = e.daemonPid(sandbox.providerSandboxId!);
+      // The entry process is the daemon itself (OpenCode runs in a process group of its own).
+      expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('singulacomp-agent.mjs');
+      process.kill(daemon, 'SIGKILL');
+      const killedAt = Date.now();
+
       const stopped = await waitFor(async () => {
         const v = await view(s.sessionId);
         return v.status === 'STOPPED' ? v : null;
       }, 60_000);
-      expect(stopped.stopReason).toBe('IDLE_REAPED');
+      expect(stopped.stopReason).toBe('LEASE_EXPIRED');
       const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
         where: { sandboxId: s.sandboxId },
       });
-      expect(lease.holder).toBe('reaper:IDLE_REAPED');
-      expect(lease.releasedAt).not.toBeNull();
+      // Fenced by the reaper one generation on from the daemon's last one.
+      expect(lease.holder).toBe('reaper:LEASE_EXPIRED');
+      expect(lease.generation).toBe(generation + 1);
+      // Never before the lease expired and the sandbox idled past the timeout from there.
       expect(new Date(stopped.stoppedAt!).getTime()).toBeGreaterThanOrEqual(
-        lease.releasedAt!.getTime() + IDLE_MS,
+        lease.expiresAt.getTime() + IDLE_MS,
       );
-      const gone = await waitFor(async () => {
-        const v = await view(s.sessionId);
-        return v.sandbox?.status === 'DESTROYED' ? v : null;
-      }, 30_000);
-      expect(gone.sandbox?.stopReason).toBe('IDLE_REAPED');
-      expect(gone.sandbox?.keptAliveBecause).toBeNull();
-      await waitFor(async () => e.processesIn(sandbox.providerSandboxId!).length === 0, 20_000);
-    } finally {
-      unsubscribe();
-      await client.dispose();
-    }
-  }, 180_000);
-
-  test('a daemon killed mid-turn stops renewing: the lease expires and the sandbox is reaped as LEASE_EXPIRED', async () => {
-    e.stub.setDelayMs(600_000);
-    const s = await startSession(e.t, projectId, { prompt: 'This turn never finishes.' });
-    const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
-    const busy = await untilBusy(s, sandbox.providerSandboxId!);
-    const generation = busy.lease!.generation;
-
-    const daemon = e.daemonPid(sandbox.providerSandboxId!);
-    // The entry process is the daemon itself (OpenCode runs in a process group of its own).
-    expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('singulacomp-agent.mjs');
-    process.kill(daemon, 'SIGKILL');
-    const killedAt = Date.now();
-
-    const stopped = await waitFor(async () => {
-      const v = await view(s.sessionId);
-      return v.status === 'STOPPED' ? v : null;
-    }, 60_000);
-    expect(stopped.stopReason).toBe('LEASE_EXPIRED');
-    const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
-      where: { sandboxId: s.sandboxId },
-    });
-    // Fenced by the reaper one generation on from the daemon's last one.
-    expect(lease.holder).toBe('reaper:LEASE_EXPIRED');
-    expect(lease.generation).toBe(generation + 1);
-    // Never before the lease expired and the sandbox idled past the timeout from there.
-    expect(new Date(stopped.stoppedAt!).getTime()).toBeGreaterThanOrEqual(
-      lease.expiresAt.getTime() + IDLE_MS,
-    );
-    // Nothing renewed it after the daemon died.
-    expect(lease.expiresAt.getTime()).toBeLessThanOrEqual(killedAt + TTL_MS + 500);
-  }, 180_000);
-});
+      // Nothing renewed it after the daemon died.
+      expect(lease.expiresAt.getTime()).toBeLessThanOrEqual(killedAt + TTL_MS + 500);
+    }, 180_000);
+  });
+}

@@ -8,7 +8,15 @@ import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
 
+/**
+ * beforeAll budget: a fresh PGlite runs initdb in WebAssembly on the test's own thread, which takes
+ * tens of seconds on a loaded 2-core machine before the daemon and OpenCode even start.
+ */
+export const E2E_SETUP_TIMEOUT_MS = 300_000;
+
 export interface E2eOptions {
+  /** @default 'postgres' */
+  db?: 'postgres' | 'pglite';
   /** Server settings (idle timeout, lease TTL, reaper interval). */
   env?: Record<string, string>;
   /** Daemon settings passed through SINGULACOMP_LOCAL_PASS_ENV. */
@@ -40,6 +48,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   const daemonEnv = { ...OFFLINE_OPENCODE_ENV, ...options.daemonEnv };
   Object.assign(process.env, daemonEnv);
   const t = await startTestApp({
+    db: options.db,
     env: {
       // Empty selects the default entry command: the bundled daemon.
       SINGULACOMP_LOCAL_ENTRY: '',

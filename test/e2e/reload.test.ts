@@ -9,85 +9,90 @@ import { AgentSessionDocument, ReloadSessionDocument } from '../generated/graphq
 import { OPENCODE_CONFIG_SUBDIR } from '../fixtures/opencode-project';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { type E2e, startE2e } from './helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
-describe('reloading a session’s runtime through the API', () => {
-  let e: E2e;
-  let s: LiveSession;
-  let serviceUrl: string;
-  let workspace: string;
+for (const db of ['postgres', 'pglite'] as const) {
+  describe(`reloading a session’s runtime through the API on ${db}`, () => {
+    let e: E2e;
+    let s: LiveSession;
+    let serviceUrl: string;
+    let workspace: string;
 
-  beforeAll(async () => {
-    e = await startE2e({ daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
-    const projectId = await createProject(e.t, e.repo.url);
-    s = await startSession(e.t, projectId);
-    const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
-    serviceUrl = sandbox.serviceUrl!;
-    workspace = join(e.sandboxDir(sandbox.providerSandboxId!), 'workspace');
-    await waitFor(async () => {
-      const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
-      return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
-    }, 90_000);
-  }, 150_000);
-  afterAll(async () => e?.stop());
+    beforeAll(async () => {
+      e = await startE2e({ db, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
+      const projectId = await createProject(e.t, e.repo.url);
+      s = await startSession(e.t, projectId);
+      const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+      serviceUrl = sandbox.serviceUrl!;
+      workspace = join(e.sandboxDir(sandbox.providerSandboxId!), 'workspace');
+      await waitFor(async () => {
+        const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
+        return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
+      }, 90_000);
+    }, E2E_SETUP_TIMEOUT_MS);
+    afterAll(async () => e?.stop());
 
-  async function reloadUntilDone(input: { noRepo?: boolean; force?: boolean }) {
-    const res = await e.t.request(ReloadSessionDocument, { input: { sessionId: s.sessionId, ...input } });
-    if (res.data?.reloadSession.__typename !== 'ReloadSessionSuccess') throw new Error(JSON.stringify(res));
-    const id = res.data.reloadSession.reload.id;
-    return waitFor(async () => {
-      const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
-      const reload = v.data?.session?.reloads.edges.find((edge) => edge.node.id === id)?.node;
-      return reload && reload.status !== 'RUNNING' ? reload : null;
-    }, 90_000);
-  }
+    async function reloadUntilDone(input: { noRepo?: boolean; force?: boolean }) {
+      const res = await e.t.request(ReloadSessionDocument, { input: { sessionId: s.sessionId, ...input } });
+      if (res.data?.reloadSession.__typename !== 'ReloadSessionSuccess') throw new Error(JSON.stringify(res));
+      const id = res.data.reloadSession.reload.id;
+      return waitFor(async () => {
+        const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
+        const reload = v.data?.session?.reloads.edges.find((edge) => edge.node.id === id)?.node;
+        return reload && reload.status !== 'RUNNING' ? reload : null;
+      }, 90_000);
+    }
 
-  /** A request through the daemon's proxy to whichever OpenCode runtime is current. */
-  async function throughProxy(path: string): Promise<Response> {
-    const header = signUserContext({ sessionId: s.sessionId, userId: 'test-user', ttlSeconds: 60 }, s.token);
-    return fetch(`${serviceUrl}${path}`, { headers: { [USER_CONTEXT_HEADER]: header } });
-  }
+    /** A request through the daemon's proxy to whichever OpenCode runtime is current. */
+    async function throughProxy(path: string): Promise<Response> {
+      const header = signUserContext(
+        { sessionId: s.sessionId, userId: 'test-user', ttlSeconds: 60 },
+        s.token,
+      );
+      return fetch(`${serviceUrl}${path}`, { headers: { [USER_CONTEXT_HEADER]: header } });
+    }
 
-  test('a reload runs every phase on the daemon and ends SUCCEEDED', async () => {
-    const reload = await reloadUntilDone({ noRepo: true });
-    expect(reload.status).toBe('SUCCEEDED');
-    expect(reload.error).toBeNull();
-    expect(reload.finishedAt).not.toBeNull();
-    expect(reload.phases.map((p) => `${p.name}:${p.status}`)).toEqual([
-      'CHECK_SESSION:STARTED',
-      'CHECK_SESSION:SUCCEEDED',
-      'COMPILE_AGENT_CONFIG:STARTED',
-      'COMPILE_AGENT_CONFIG:SUCCEEDED',
-      'APPLY_RUNTIME:STARTED',
-      'APPLY_RUNTIME:SUCCEEDED',
-      'VALIDATE_RUNTIME:STARTED',
-      'VALIDATE_RUNTIME:SUCCEEDED',
-      'CONFIRM_CONFIG:STARTED',
-      'CONFIRM_CONFIG:SUCCEEDED',
-    ]);
-    expect((await throughProxy('/session')).status).toBe(200);
-  }, 120_000);
+    test('a reload runs every phase on the daemon and ends SUCCEEDED', async () => {
+      const reload = await reloadUntilDone({ noRepo: true });
+      expect(reload.status).toBe('SUCCEEDED');
+      expect(reload.error).toBeNull();
+      expect(reload.finishedAt).not.toBeNull();
+      expect(reload.phases.map((p) => `${p.name}:${p.status}`)).toEqual([
+        'CHECK_SESSION:STARTED',
+        'CHECK_SESSION:SUCCEEDED',
+        'COMPILE_AGENT_CONFIG:STARTED',
+        'COMPILE_AGENT_CONFIG:SUCCEEDED',
+        'APPLY_RUNTIME:STARTED',
+        'APPLY_RUNTIME:SUCCEEDED',
+        'VALIDATE_RUNTIME:STARTED',
+        'VALIDATE_RUNTIME:SUCCEEDED',
+        'CONFIRM_CONFIG:STARTED',
+        'CONFIRM_CONFIG:SUCCEEDED',
+      ]);
+      expect((await throughProxy('/session')).status).toBe(200);
+    }, 120_000);
 
-  test('a replacement that cannot load its config fails the reload with the reason and the old runtime keeps serving', async () => {
-    const before = await (await throughProxy('/config')).json();
-    // Valid JSON (so it compiles) that OpenCode's own schema rejects when the replacement boots.
-    await writeFile(join(workspace, OPENCODE_CONFIG_SUBDIR, 'opencode.json'), '{ "model": 5 }\n');
+    test('a replacement that cannot load its config fails the reload with the reason and the old runtime keeps serving', async () => {
+      const before = await (await throughProxy('/config')).json();
+      // Valid JSON (so it compiles) that OpenCode's own schema rejects when the replacement boots.
+      await writeFile(join(workspace, OPENCODE_CONFIG_SUBDIR, 'opencode.json'), '{ "model": 5 }\n');
 
-    const reload = await reloadUntilDone({ noRepo: true });
-    expect(reload.status).toBe('FAILED');
-    expect(reload.error).toContain('VALIDATE_RUNTIME');
-    expect(reload.error).toContain('ConfigInvalidError');
-    expect(reload.phases.at(-1)).toMatchObject({ name: 'VALIDATE_RUNTIME', status: 'FAILED' });
-    expect(reload.phases.map((p) => p.name)).not.toContain('CONFIRM_CONFIG');
+      const reload = await reloadUntilDone({ noRepo: true });
+      expect(reload.status).toBe('FAILED');
+      expect(reload.error).toContain('VALIDATE_RUNTIME');
+      expect(reload.error).toContain('ConfigInvalidError');
+      expect(reload.phases.at(-1)).toMatchObject({ name: 'VALIDATE_RUNTIME', status: 'FAILED' });
+      expect(reload.phases.map((p) => p.name)).not.toContain('CONFIRM_CONFIG');
 
-    // The runtime that was serving before still serves, with the config it loaded.
-    const health = await fetch(`${serviceUrl}/singulacomp/health`);
-    expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ ok: true, sessionId: s.sessionId });
-    const config = await throughProxy('/config');
-    expect(config.status).toBe(200);
-    expect(await config.json()).toEqual(before);
-    const session = await e.t.request(AgentSessionDocument, { id: s.sessionId });
-    expect(session.data?.session?.status).toBe('RUNNING');
-  }, 120_000);
-});
+      // The runtime that was serving before still serves, with the config it loaded.
+      const health = await fetch(`${serviceUrl}/singulacomp/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ ok: true, sessionId: s.sessionId });
+      const config = await throughProxy('/config');
+      expect(config.status).toBe(200);
+      expect(await config.json()).toEqual(before);
+      const session = await e.t.request(AgentSessionDocument, { id: s.sessionId });
+      expect(session.data?.session?.status).toBe('RUNNING');
+    }, 120_000);
+  });
+}

@@ -1,6 +1,6 @@
 // Starts a real server in-process (HTTP + WebSocket on a free port) against real PostgreSQL (an
 // isolated database) or PGlite, with typed GraphQL helpers and seed factories.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
@@ -12,6 +12,7 @@ import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
 import type { PubSub } from '../../resolvers/events/channels';
 import { type TestDatabase, createTestDatabase } from './database';
+import { pgliteTemplate } from './pglite-template';
 import { killLocalSandboxes } from './spawn-server';
 
 export interface TestAppOptions {
@@ -58,6 +59,10 @@ export interface SeededAccount {
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.databaseUrl || options.db === 'pglite' ? null : await createTestDatabase();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'sc-data-'));
+  // A fresh data dir starts from a migrated copy: initdb is what makes a PGlite start slow.
+  if (options.db === 'pglite' && !options.dataDir) {
+    cpSync(await pgliteTemplate(), join(dataDir, 'pglite'), { recursive: true });
+  }
   const databaseUrl = options.databaseUrl ?? database?.url;
   const env = parseEnv({
     NODE_ENV: 'test',

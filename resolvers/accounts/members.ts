@@ -1,0 +1,156 @@
+// Accounts and their members (R-ACC-1): the instance admin (the bootstrap user) creates accounts,
+// each with a first admin; an account admin adds members (a user with a first personal access token,
+// shown once), lists and removes them. Service accounts stay named principals of an account holding
+// `singulacomp_sa_` tokens (tokens.ts).
+import type { AccountTier, UserRole } from '../../prisma/generated/client/enums';
+import type { User } from '../../prisma/generated/client/client';
+import type { Db } from '../../server/db';
+import { assertAccountAdmin, assertHuman } from '../auth/authz';
+import { SCOPES, type Principal, type Scope, type UserPrincipal } from '../auth/principal';
+import type { TokenService } from '../auth/tokens';
+import { ConflictError, NotFoundError, ValidationError, forbidden } from '../errors';
+import { parseId } from '../ids';
+
+/** Scopes of a new member's first token: a MEMBER works in the account, an ADMIN also runs it. */
+export function firstTokenScopes(role: UserRole): Scope[] {
+  return role === 'ADMIN' ? [...SCOPES] : SCOPES.filter((s) => s !== 'account:admin');
+}
+
+export interface NewMemberInput {
+  email: string;
+  name: string;
+  /** @default 'MEMBER' */
+  role?: UserRole | null;
+}
+
+export interface CreateAccountInput {
+  name: string;
+  /** @default 'FREE' */
+  tier?: AccountTier | null;
+  admin: NewMemberInput;
+}
+
+type CleanMember = { email: string; name: string; role: UserRole };
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+function cleanMember(input: NewMemberInput, path: string[]): CleanMember {
+  const email = input.email.trim().toLowerCase();
+  const name = input.name.trim();
+  if (!EMAIL.test(email) || email.length > 254) {
+    throw new ValidationError('email must look like name@host (at most 254 characters).', [...path, 'email']);
+  }
+  if (name.length < 1 || name.length > 100 || name.includes('\0')) {
+    throw new ValidationError('name must be 1 to 100 characters, without NUL.', [...path, 'name']);
+  }
+  return { email, name, role: input.role ?? 'MEMBER' };
+}
+
+export type MemberService = ReturnType<typeof createMemberService>;
+
+export function createMemberService(options: { db: Db; tokens: TokenService }) {
+  const { db, tokens } = options;
+
+  /** Creates the user (emails are unique across the instance) and its first token. */
+  async function createUser(
+    accountId: string,
+    member: CleanMember,
+    path: string[],
+  ): Promise<{ user: User; secret: string }> {
+    if (await db.user.findUnique({ where: { email: member.email }, select: { id: true } })) {
+      throw new ConflictError(`A user with email ${member.email} already exists.`, [...path, 'email']);
+    }
+    const user = await db.user.create({ data: { accountId, ...member } });
+    const principal: UserPrincipal = {
+      kind: 'USER',
+      userId: user.id,
+      accountId,
+      isAdmin: member.role === 'ADMIN',
+      scopes: new Set(SCOPES),
+      tokenId: '',
+      expiresAt: null,
+    };
+    const { secret } = await tokens.createPersonalAccessToken(principal, {
+      name: 'first token',
+      scopes: firstTokenScopes(member.role),
+    });
+    return { user, secret };
+  }
+
+  async function isInstanceAdmin(principal: Principal): Promise<boolean> {
+    if (principal.kind !== 'USER') return false;
+    const user = await db.user.findUnique({
+      where: { id: principal.userId },
+      select: { instanceAdmin: true },
+    });
+    return user?.instanceAdmin === true;
+  }
+
+  return {
+    isInstanceAdmin,
+
+    /** createAccount: instance admin only; the new account's first admin gets a token (shown once). */
+    async createAccount(principal: Principal, input: CreateAccountInput) {
+      assertHuman(principal);
+      if (!(await isInstanceAdmin(principal))) throw forbidden('Only the instance admin creates accounts.');
+      const name = input.name.trim();
+      if (name.length < 1 || name.length > 100 || name.includes('\0')) {
+        throw new ValidationError('name must be 1 to 100 characters, without NUL.', ['input', 'name']);
+      }
+      const admin = cleanMember({ ...input.admin, role: 'ADMIN' }, ['input', 'admin']);
+      const account = await db.account.create({ data: { name, tier: input.tier ?? 'FREE' } });
+      try {
+        const { user, secret } = await createUser(account.id, admin, ['input', 'admin']);
+        return { account, admin: user, secret };
+      } catch (error) {
+        // No account without its admin (a taken email is the usual cause).
+        await db.account.delete({ where: { id: account.id } }).catch(() => {});
+        throw error;
+      }
+    },
+
+    /** addMember: account admins; the member's first token is returned once. */
+    async add(principal: Principal, input: NewMemberInput) {
+      assertAccountAdmin(principal);
+      const member = cleanMember(input, ['input']);
+      const { user, secret } = await createUser(principal.accountId, member, ['input']);
+      return { member: user, secret };
+    },
+
+    /** removeMember: account admins; the user and their tokens go, their sessions stay. */
+    async remove(principal: Principal, input: { userId: string }) {
+      assertAccountAdmin(principal);
+      const userId = parseId(String(input.userId), 'User', ['input', 'userId']);
+      const user = await db.user.findUnique({ where: { id: userId } });
+      if (!user || user.accountId !== principal.accountId) {
+        throw new NotFoundError('No member with that id in your account.', ['input', 'userId']);
+      }
+      if (principal.kind === 'USER' && principal.userId === user.id) {
+        throw new ConflictError('You cannot remove yourself; ask another admin.', ['input', 'userId']);
+      }
+      if (user.role === 'ADMIN') {
+        const admins = await db.user.count({ where: { accountId: user.accountId, role: 'ADMIN' } });
+        if (admins <= 1) throw new ConflictError('An account keeps at least one admin.', ['input', 'userId']);
+      }
+      // Revoke first so open connections close (the token service's listeners), then delete.
+      const live = await db.token.findMany({
+        where: { userId: user.id, revokedAt: null },
+        select: { id: true },
+      });
+      for (const token of live) await tokens.revoke(token.id);
+      await db.user.delete({ where: { id: user.id } });
+      return user;
+    },
+
+    /** account.members: any human of the account sees who else is in it. */
+    list<Q extends object>(principal: Principal, accountId: string, query?: Q) {
+      assertHuman(principal);
+      if (principal.accountId !== accountId) throw forbidden('That account is not yours.');
+      return db.user.findMany({
+        ...(query ?? {}),
+        where: { accountId },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
+    },
+  };
+}
