@@ -272,7 +272,8 @@ function statusMapping(
 }
 
 /** Daytona's quota refusals (apps/api/src/sandbox/services/sandbox.service.ts validateOrganizationQuotas). */
-const DAYTONA_QUOTA = /exceeds maximum allowed per sandbox|total (cpu|memory|disk) limit exceeded|quota exceeded/i;
+const DAYTONA_QUOTA =
+  /exceeds maximum allowed per sandbox|total (cpu|memory|disk) limit exceeded|quota exceeded/i;
 /** Daytona's 403s about a resource rather than the key (region.service.ts, snapshot.service.ts). */
 const DAYTONA_ACCESS = /region .*not available|not available to the organization|organization is suspended/i;
 /** Daytona's "busy" refusals (SandboxError 400 in sandbox.service.ts start/stop/destroy). */
@@ -280,7 +281,8 @@ const DAYTONA_BUSY = /state change in progress/i;
 /** E2B keep-alive past the sandbox's maximum length (infra packages/api/internal/orchestrator/keep_alive.go). */
 const E2B_LIFETIME = /max instance length exceeded/i;
 
-const messageMatches = (e: unknown, pattern: RegExp): boolean => e instanceof Error && pattern.test(e.message);
+const messageMatches = (e: unknown, pattern: RegExp): boolean =>
+  e instanceof Error && pattern.test(e.message);
 
 /** `NNN: message` as the e2b SDK formats API errors for classes without a status (BuildError). */
 function leadingStatus(e: unknown): number | null {

@@ -67,7 +67,13 @@ const ROWS: Record<
   { error: unknown; expected: new (...args: never[]) => Error; retryAfterMs?: number | null }
 > = {
   'Daytona toolbox DaytonaProcessNotFoundError (404 PROCESS_NOT_FOUND)': {
-    error: new DaytonaProcessNotFoundError('command not found', 404, undefined, 'PROCESS_NOT_FOUND', 'DAYTONA_DAEMON'),
+    error: new DaytonaProcessNotFoundError(
+      'command not found',
+      404,
+      undefined,
+      'PROCESS_NOT_FOUND',
+      'DAYTONA_DAEMON',
+    ),
     expected: ProviderSessionLostError,
   },
   'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)': {
@@ -75,7 +81,10 @@ const ROWS: Record<
     expected: ProviderSessionLostError,
   },
   'DaytonaAuthorizationError (403) over a resource limit': {
-    error: new DaytonaAuthorizationError('Disk request 20GB exceeds maximum allowed per sandbox (10GB).', 403),
+    error: new DaytonaAuthorizationError(
+      'Disk request 20GB exceeds maximum allowed per sandbox (10GB).',
+      403,
+    ),
     expected: ProviderQuotaError,
   },
   'DaytonaAuthorizationError (403) region not available': {
@@ -255,10 +264,12 @@ describe('the provider error mapping table', () => {
     expect(toProviderError(new BuildError('500: Internal Server Error'), context)).toBeInstanceOf(
       ProviderUnavailableError,
     );
-    expect(toProviderError(new BuildError('409: build in progress'), context)).toBeInstanceOf(ProviderBusyError);
-    expect(toProviderError(new BuildError('400: CPU count must be 1 or an even number'), context)).toBeInstanceOf(
-      ProviderValidationError,
+    expect(toProviderError(new BuildError('409: build in progress'), context)).toBeInstanceOf(
+      ProviderBusyError,
     );
+    expect(
+      toProviderError(new BuildError('400: CPU count must be 1 or an even number'), context),
+    ).toBeInstanceOf(ProviderValidationError);
     expect(toProviderError(new BuildError('Unknown error'), context)).toBeInstanceOf(ProviderBuildError);
   });
 
