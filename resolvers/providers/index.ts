@@ -31,6 +31,8 @@ export function createCloudProviders(
         apiKey: env.daytona.apiKey,
         apiUrl: env.daytona.apiUrl,
         ...(env.daytona.target ? { target: env.daytona.target } : {}),
+        caps: env.daytona.caps,
+        ...(env.daytona.defaultImage ? { defaultImage: env.daytona.defaultImage } : {}),
         ...common,
       }),
     );
@@ -42,6 +44,8 @@ export function createCloudProviders(
         ...(env.e2b.apiUrl ? { apiUrl: env.e2b.apiUrl } : {}),
         ...(env.e2b.domain ? { domain: env.e2b.domain } : {}),
         ...(env.e2b.sandboxUrl ? { sandboxUrl: env.e2b.sandboxUrl } : {}),
+        caps: env.e2b.caps,
+        maxSandboxLifetimeMs: env.e2b.maxSandboxLifetimeMs,
         ...common,
       }),
     );
