@@ -273,7 +273,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (!commandId) return;
     const preview = await this.preview(sandbox);
     const deadline = Date.now() + (this.options.entryGraceMs ?? 1_500);
-    for (;;) {
+    for (let probe = 1; ; probe++) {
       const command = await this.retry('launchEntry', () =>
         sandbox.process.getSessionCommand(ENTRY_SESSION, commandId),
       );
@@ -289,7 +289,9 @@ export class DaytonaProvider implements SandboxProvider {
           errorContext(this.name, 'launchEntry', this.options.apiKeyEnvVar),
         );
       }
-      if (await serviceAnswers(preview.url, preview.headers)) return;
+      // The service answering ends the watch early, but only after a second look at the command:
+      // an edge that answers for an empty port must not hide an entry that already died.
+      if (probe >= 2 && (await serviceAnswers(preview.url, preview.headers))) return;
       if (Date.now() >= deadline) return;
       await sleep(Math.min(this.pollIntervalMs, 100));
     }

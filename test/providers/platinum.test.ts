@@ -87,7 +87,8 @@ describe('the Platinum adapter against the Platinum emulator', () => {
 
   it('retries a request that times out and succeeds', async () => {
     const impatient = makeProvider({ requestTimeoutMs: 200 });
-    const { providerSandboxId } = await impatient.create(request());
+    // Created with the default deadline: only the keepalive under test is meant to time out.
+    const { providerSandboxId } = await provider.create(request());
     const path = `/v1/sandboxes/${providerSandboxId}/keepalive`;
     emulator.inject({ kind: 'slow', delayMs: 600 }, { path });
     await impatient.keepAlive(providerSandboxId);
