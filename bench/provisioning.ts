@@ -54,7 +54,7 @@ async function measure(target: Target): Promise<Result[]> {
     const sandbox = await target.provider.create(sandboxRequest());
     const createdAt = performance.now();
     const during = target.requests.slice(from);
-    await waitForHealth(sandbox.serviceUrl as string);
+    await waitForHealth(sandbox.serviceUrl as string, 10_000, sandbox.serviceHeaders);
     const healthyAt = performance.now();
     if (run >= 0) {
       toStarted.push(createdAt - started);

@@ -1,5 +1,6 @@
 // Hardware spec defaults and clamping (R-SBX-4). The platform limits apply first; a provider with
-// tighter caps of its own clamps further and names itself in the warning.
+// tighter caps of its own clamps further and names itself in the warning. Provider caps live with
+// their adapters (resolvers/providers/*), configured per account.
 
 /** The resources a template asks for; the spec belongs to the template's snapshot (R-SBX-4). */
 export interface HardwareSpec {
@@ -31,13 +32,6 @@ export const DEFAULT_HARDWARE_SPEC: Readonly<HardwareSpec> = Object.freeze({
   cpu: HARDWARE_LIMITS.cpu.default,
   memoryGiB: HARDWARE_LIMITS.memoryGiB.default,
   diskGiB: HARDWARE_LIMITS.diskGiB.default,
-});
-
-/** Daytona's own per-sandbox caps, tighter than the platform's. */
-export const DAYTONA_CAPS: Readonly<Partial<HardwareSpec>> = Object.freeze({
-  cpu: 16,
-  memoryGiB: 32,
-  diskGiB: 256,
 });
 
 /** Manifest key → spec field; the manifest says `memory`/`disk`, the spec carries the unit. */

@@ -17,6 +17,7 @@ import type { ProviderRegistry } from './providers/registry';
 import type { ProviderName } from './providers/types';
 import { type Provisioner, createProvisioner } from './sessions/provisioning';
 import { type Reaper, createReaper } from './leases/reaper';
+import { createLifetimeGuard } from './sessions/lifetime-guard';
 import { createRecovery } from './sessions/recovery';
 import { type ReloadService, createReloadService } from './daemon/reloads';
 import { type RuntimeStateService, createRuntimeStateService } from './daemon/runtime-state';
@@ -146,6 +147,13 @@ export function createServices(options: ServicesOptions): Services {
     events,
     logger: options.logger,
   });
+  // Sessions end cleanly before a provider's hard sandbox length (E2B) instead of pausing mid-turn.
+  const lifetimes = createLifetimeGuard({
+    db,
+    events,
+    logger: options.logger,
+    stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
+  });
   const recovery = createRecovery({ db, sessions, logger: options.logger });
   const reaper = createReaper({
     db,
@@ -156,6 +164,7 @@ export function createServices(options: ServicesOptions): Services {
     housekeeping: async () => {
       await telemetry.pruneExpired();
       await recovery.sweep();
+      await lifetimes.tick();
     },
   });
   const runtimeState = createRuntimeStateService({ db, events });

@@ -116,11 +116,25 @@ const variables = z.object({
   DAYTONA_API_KEY: z.string().optional(),
   DAYTONA_API_URL: z.string().url().default('https://app.daytona.io/api'),
   DAYTONA_TARGET: z.string().optional(),
+  /**
+   * This organization's per-sandbox maximum (Daytona's documented default is 4 vCPU / 8 GiB /
+   * 10 GiB; raise only after Daytona raised it). Specs are clamped to it with a warning.
+   */
+  DAYTONA_MAX_CPU: z.coerce.number().int().positive().optional(),
+  DAYTONA_MAX_MEMORY_GIB: z.coerce.number().int().positive().optional(),
+  DAYTONA_MAX_DISK_GIB: z.coerce.number().int().positive().optional(),
+  /** Image a Daytona sandbox without a snapshot is built from (else Daytona's 1/1/3 default snapshot). */
+  DAYTONA_DEFAULT_IMAGE: z.string().optional(),
   E2B_API_KEY: z.string().optional(),
   E2B_API_URL: z.string().url().optional(),
   E2B_DOMAIN: z.string().optional(),
   /** Single envd endpoint (self-hosted edge or emulator). */
   E2B_SANDBOX_URL: z.string().url().optional(),
+  /** The E2B team's plan: a sandbox lives at most 1 h (hobby) or 24 h (pro) from its start. */
+  E2B_PLAN: z.enum(['hobby', 'pro']).default('hobby'),
+  /** The team's template maximum (E2B: CPU ≤ 8, memory ≤ 8 GiB). */
+  E2B_MAX_CPU: z.coerce.number().int().positive().optional(),
+  E2B_MAX_MEMORY_GIB: z.coerce.number().int().positive().optional(),
   PLATINUM_API_KEY: z.string().optional(),
   /** Platinum has no public default endpoint: required with PLATINUM_API_KEY. */
   PLATINUM_API_URL: z.string().url().optional(),
@@ -130,6 +144,13 @@ export type ProviderKind = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
 export type RateOverridesEnv = z.infer<typeof rateOverrides>;
 
 export type RawEnv = z.input<typeof variables>;
+
+/** The object without its undefined fields (exactOptionalPropertyTypes-friendly). */
+function defined<T extends Record<string, number | undefined>>(fields: T): { [K in keyof T]?: number } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: number;
+  };
+}
 
 /** The nested, camelCase configuration every other module receives (never process.env itself). */
 const schema = variables.transform((e) => ({
@@ -160,7 +181,18 @@ const schema = variables.transform((e) => ({
   runtimeSha256: e.SINGULACOMP_RUNTIME_SHA256 ?? null,
   sandboxEntry: e.SINGULACOMP_SANDBOX_ENTRY ?? null,
   daytona: e.DAYTONA_API_KEY
-    ? { apiKey: e.DAYTONA_API_KEY, apiUrl: e.DAYTONA_API_URL, target: e.DAYTONA_TARGET ?? null }
+    ? {
+        apiKey: e.DAYTONA_API_KEY,
+        apiUrl: e.DAYTONA_API_URL,
+        target: e.DAYTONA_TARGET ?? null,
+        /** Per-sandbox caps configured for this organization (unset fields: Daytona's defaults). */
+        caps: defined({
+          cpu: e.DAYTONA_MAX_CPU,
+          memoryGiB: e.DAYTONA_MAX_MEMORY_GIB,
+          diskGiB: e.DAYTONA_MAX_DISK_GIB,
+        }),
+        defaultImage: e.DAYTONA_DEFAULT_IMAGE ?? null,
+      }
     : null,
   e2b: e.E2B_API_KEY
     ? {
@@ -168,6 +200,9 @@ const schema = variables.transform((e) => ({
         apiUrl: e.E2B_API_URL ?? null,
         domain: e.E2B_DOMAIN ?? null,
         sandboxUrl: e.E2B_SANDBOX_URL ?? null,
+        caps: defined({ cpu: e.E2B_MAX_CPU, memoryGiB: e.E2B_MAX_MEMORY_GIB }),
+        /** The plan's maximum sandbox length (hobby 1 h, pro 24 h). */
+        maxSandboxLifetimeMs: e.E2B_PLAN === 'pro' ? 24 * 3_600_000 : 3_600_000,
       }
     : null,
   platinum:

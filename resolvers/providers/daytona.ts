@@ -3,12 +3,34 @@
 // timeout), while a session command is Daytona's own way to run a long-lived process, keeps its
 // logs retrievable and inherits the sandbox environment given at create. A restarted Daytona
 // sandbox does not re-run session commands, so `start` launches the entry again.
-import { Daytona, Image, type Sandbox, type SandboxState as DaytonaState } from '@daytonaio/sdk';
+//
+// Sandboxes are private: every request to the daemon's port goes through Daytona's preview proxy
+// with `x-daytona-preview-token`, a token Daytona renews on every start; create and start return it
+// as `serviceHeaders`. Snapshots unused for two weeks become `inactive` and are activated before a
+// create; a failed snapshot keeps its name forever (409 on re-create), so a rebuild takes a new one.
+// Every call, with the spec it was checked against, is listed in docs/providers/daytona.md.
+import {
+  Daytona,
+  DaytonaConflictError,
+  Image,
+  type Sandbox,
+  type SandboxState as DaytonaState,
+  type Snapshot,
+} from '@daytonaio/sdk';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_ENTRY_COMMAND, errorContext, idTags, LABEL_KEYS, SERVICE_PORT } from './common';
-import { ProviderNotFoundError, type RetryOptions, withProviderRetry } from './errors';
+import {
+  ProviderBuildError,
+  ProviderEntryFailedError,
+  ProviderNotFoundError,
+  ProviderSnapshotUnusableError,
+  ProviderValidationError,
+  type RetryOptions,
+  withProviderRetry,
+} from './errors';
+import { capsFrom, fitSpecToProvider } from './limits';
 import type {
   CreateSandboxRequest,
   HardwareSpec,
@@ -26,8 +48,34 @@ export {
   SERVICE_PORT,
 } from './common';
 
-/** Daytona v2 caps one sandbox at 16 vCPU / 32 GiB / 256 GiB (R-SBX-4). */
-export const DAYTONA_CAPS: HardwareSpec = { cpu: 16, memoryGiB: 32, diskGiB: 256 };
+/**
+ * Daytona's documented default maximum per sandbox: 4 vCPU / 8 GB memory / 10 GB disk; more needs
+ * the provider's support, then set DAYTONA_MAX_CPU / DAYTONA_MAX_MEMORY_GIB / DAYTONA_MAX_DISK_GIB
+ * (R-SBX-4). Account totals (Tier 1: 10 vCPU / 10 GiB / 30 GiB) are enforced by Daytona per
+ * create and surface as ProviderQuotaError.
+ */
+export const DAYTONA_DEFAULT_CAPS: HardwareSpec = { cpu: 4, memoryGiB: 8, diskGiB: 10 };
+
+/** Our view of a Daytona snapshot state (SnapshotState of the API). */
+export type SnapshotCondition = 'BUILDING' | 'ACTIVE' | 'INACTIVE' | 'FAILED' | 'REMOVED';
+
+/** Every Daytona snapshot state onto what the adapter does with it. */
+export const DAYTONA_SNAPSHOT_STATE_MAP: Record<string, SnapshotCondition> = {
+  pending: 'BUILDING',
+  building: 'BUILDING',
+  pulling: 'BUILDING',
+  snapshotting: 'BUILDING',
+  active: 'ACTIVE',
+  inactive: 'INACTIVE',
+  error: 'FAILED',
+  build_failed: 'FAILED',
+  removing: 'REMOVED',
+};
+
+/** Unknown states read as FAILED: the snapshot is replaced rather than trusted. */
+export function mapDaytonaSnapshotState(state: string | undefined): SnapshotCondition {
+  return (state && DAYTONA_SNAPSHOT_STATE_MAP[state]) || 'FAILED';
+}
 
 /** Every Daytona sandbox state onto ours (R-SBX-1). */
 export const DAYTONA_STATE_MAP: Record<Exclude<DaytonaState, '11184809'>, SandboxState> = {
@@ -77,14 +125,31 @@ export interface DaytonaProviderOptions {
   requestTimeoutMs?: number;
   /** Name of the env var holding the key, for auth error messages. @default 'DAYTONA_API_KEY' */
   apiKeyEnvVar?: string;
+  /** This account's per-sandbox maximum. @default DAYTONA_DEFAULT_CAPS (4 vCPU / 8 GiB / 10 GiB) */
+  caps?: Partial<HardwareSpec>;
+  /**
+   * Image a sandbox without a snapshot is built from, with the request's resources. Unset: Daytona's
+   * account default snapshot (1 vCPU / 1 GiB / 3 GiB, no daemon: the entry check then fails).
+   */
+  defaultImage?: string;
+  /**
+   * How long after launch the entry must not have exited (a missing binary exits at once); ends
+   * early once the service port answers. @default 1_500
+   */
+  entryGraceMs?: number;
+  /** Interval of snapshot and entry polls. @default 250 */
+  pollIntervalMs?: number;
+  /** Snapshot names tried for one content key before giving up (the first, then -r2, -r3 …). @default 5 */
+  maxSnapshotGenerations?: number;
   retry?: RetryOptions;
 }
 
 const ENTRY_SESSION = 'singulacomp-entry';
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class DaytonaProvider implements SandboxProvider {
   readonly name = 'DAYTONA' as const;
-  readonly caps: Partial<HardwareSpec> = DAYTONA_CAPS;
+  readonly caps: HardwareSpec;
   private readonly client: Daytona;
   private readonly sandboxes = new Map<string, Sandbox>();
   private readonly entryCommand: string;
@@ -103,6 +168,11 @@ export class DaytonaProvider implements SandboxProvider {
     this.entryCommand = options.entryCommand ?? DEFAULT_ENTRY_COMMAND;
     this.servicePort = options.servicePort ?? SERVICE_PORT;
     this.timeoutSeconds = options.operationTimeoutSeconds ?? 120;
+    this.caps = capsFrom(options.caps, DAYTONA_DEFAULT_CAPS);
+  }
+
+  private get pollIntervalMs(): number {
+    return this.options.pollIntervalMs ?? 250;
   }
 
   private retry<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -117,9 +187,21 @@ export class DaytonaProvider implements SandboxProvider {
 
   async create(request: CreateSandboxRequest): Promise<ProviderSandbox> {
     const name = DaytonaProvider.sandboxName(request.sandboxId);
+    if (request.snapshotRef) await this.ensureSnapshotActive(request.snapshotRef);
+    // With a snapshot Daytona takes the snapshot's resources and ignores the request's; without
+    // one, only an image build honours them (else the account default of 1 / 1 / 3 applies).
+    const { spec } = fitSpecToProvider(this, request.spec);
+    const source = request.snapshotRef
+      ? { snapshot: request.snapshotRef }
+      : this.options.defaultImage
+        ? {
+            image: this.options.defaultImage,
+            resources: { cpu: spec.cpu, memory: spec.memoryGiB, disk: spec.diskGiB },
+          }
+        : {};
     const params = {
       name,
-      ...(request.snapshotRef ? { snapshot: request.snapshotRef } : {}),
+      ...source,
       envVars: request.env,
       labels: idTags(request, LABEL_KEYS),
       autoStopInterval: this.options.autoStopIntervalMinutes ?? 30,
@@ -160,23 +242,74 @@ export class DaytonaProvider implements SandboxProvider {
     await this.retry('destroy', () => sandbox.delete(this.timeoutSeconds)).catch(() => undefined);
   }
 
+  /**
+   * Launches the entry in its toolbox session. A retry after a lost reply finds the session taken
+   * (409): the entry it already runs is reused rather than started twice. Daytona answers an async
+   * exec at once even when the command cannot run, so the entry is then watched until the service
+   * answers or the grace period passes; an exit in that window fails the create.
+   */
   private async launchEntry(sandbox: Sandbox): Promise<void> {
-    await this.retry('launchEntry', async () => {
-      await sandbox.process.createSession(ENTRY_SESSION);
-      await sandbox.process.executeSessionCommand(ENTRY_SESSION, {
+    const commandId = await this.retry('launchEntry', async () => {
+      try {
+        await sandbox.process.createSession(ENTRY_SESSION);
+      } catch (error) {
+        if (!(error instanceof DaytonaConflictError)) throw error;
+        const session = await sandbox.process.getSession(ENTRY_SESSION);
+        const running = session.commands?.find(
+          (c) => c.command === this.entryCommand && (c.exitCode === undefined || c.exitCode === null),
+        );
+        if (running) return running.id;
+      }
+      const launched = await sandbox.process.executeSessionCommand(ENTRY_SESSION, {
         command: this.entryCommand,
         runAsync: true,
       });
+      return launched.cmdId;
     });
+    await this.watchEntry(sandbox, commandId);
   }
 
+  private async watchEntry(sandbox: Sandbox, commandId: string | undefined): Promise<void> {
+    if (!commandId) return;
+    const preview = await this.preview(sandbox);
+    const deadline = Date.now() + (this.options.entryGraceMs ?? 1_500);
+    for (let probe = 1; ; probe++) {
+      const command = await this.retry('launchEntry', () =>
+        sandbox.process.getSessionCommand(ENTRY_SESSION, commandId),
+      );
+      if (typeof command.exitCode === 'number') {
+        const logs = await sandbox.process
+          .getSessionCommandLogs(ENTRY_SESSION, commandId)
+          .then((l) => (l.output ?? '').trim().slice(-500))
+          .catch(() => '');
+        throw new ProviderEntryFailedError(
+          `DAYTONA sandbox entry ${JSON.stringify(this.entryCommand)} exited with ${command.exitCode} right after launch` +
+            `${logs ? `: ${logs}` : ''}. The sandbox's image must contain it: boot from a snapshot built by ` +
+            'the platform (or set DAYTONA_DEFAULT_IMAGE to an image with the runtime).',
+          errorContext(this.name, 'launchEntry', this.options.apiKeyEnvVar),
+        );
+      }
+      // The service answering ends the watch early, but only after a second look at the command:
+      // an edge that answers for an empty port must not hide an entry that already died.
+      if (probe >= 2 && (await serviceAnswers(preview.url, preview.headers))) return;
+      if (Date.now() >= deadline) return;
+      await sleep(Math.min(this.pollIntervalMs, 100));
+    }
+  }
+
+  private async preview(sandbox: Sandbox): Promise<{ url: string; headers: Record<string, string> }> {
+    const link = await this.retry('serviceUrl', () => sandbox.getPreviewLink(this.servicePort));
+    return { url: link.url, headers: { 'x-daytona-preview-token': link.token } };
+  }
+
+  /** The daemon's URL and the preview token it needs now (renewed by Daytona on every start). */
   private async describe(sandbox: Sandbox, state: SandboxState): Promise<ProviderSandbox> {
-    const preview = await this.retry('serviceUrl', () => sandbox.getPreviewLink(this.servicePort));
+    const preview = await this.preview(sandbox);
     return {
       providerSandboxId: sandbox.id,
       state,
       serviceUrl: preview.url,
-      serviceHeaders: { 'x-daytona-preview-token': preview.token },
+      serviceHeaders: preview.headers,
     };
   }
 
@@ -195,12 +328,27 @@ export class DaytonaProvider implements SandboxProvider {
     return this.describe(sandbox, 'STARTED');
   }
 
+  /**
+   * Stops a started sandbox; one already stopped (Daytona: 400 "Sandbox is not started") is left
+   * as is, and one mid-transition (400 "State change in progress") is retried by the table.
+   */
   async stop(providerSandboxId: string): Promise<ProviderSandbox> {
     const sandbox = await this.sandbox(providerSandboxId, 'stop');
-    await this.retry('stop', () => sandbox.stop(this.timeoutSeconds));
+    const stopped = async () => {
+      await this.retry('stop', () => sandbox.refreshData());
+      return sandbox.state === 'stopped';
+    };
+    if (!(await stopped())) {
+      try {
+        await this.retry('stop', () => sandbox.stop(this.timeoutSeconds));
+      } catch (error) {
+        if (!(error instanceof ProviderValidationError) || !(await stopped())) throw error;
+      }
+    }
     return { providerSandboxId, state: mapDaytonaState(sandbox.state), serviceUrl: null };
   }
 
+  /** Deletes the sandbox; a 400 "state change in progress" (stopping, starting) is retried with backoff. */
   async destroy(providerSandboxId: string): Promise<void> {
     try {
       const sandbox = await this.sandbox(providerSandboxId, 'destroy');
@@ -237,35 +385,129 @@ export class DaytonaProvider implements SandboxProvider {
     return new URL(preview.url).host;
   }
 
+  private async findSnapshot(name: string): Promise<Snapshot | null> {
+    try {
+      return await this.retry('buildSnapshot', () => this.client.snapshot.get(name));
+    } catch (error) {
+      if (error instanceof ProviderNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  /** Polls a building snapshot until it leaves the BUILDING states. */
+  private async settle(snapshot: Snapshot, operation: string): Promise<Snapshot> {
+    let current = snapshot;
+    const deadline = Date.now() + this.timeoutSeconds * 1000;
+    while (mapDaytonaSnapshotState(current.state) === 'BUILDING') {
+      if (Date.now() > deadline) {
+        throw new ProviderSnapshotUnusableError(
+          errorContext(this.name, operation, this.options.apiKeyEnvVar),
+          current.name,
+          current.state,
+          `still ${current.state} after ${this.timeoutSeconds} s`,
+        );
+      }
+      await sleep(this.pollIntervalMs);
+      current = await this.retry(operation, () => this.client.snapshot.get(current.name));
+    }
+    return current;
+  }
+
   /**
-   * Builds a Daytona snapshot named after the content key (reused when it already exists). The
-   * Dockerfile must be self-contained: COPY from a local build context would make the SDK upload
-   * the context to Daytona's object storage, which this adapter does not provide.
+   * Makes a snapshot bootable before a create: an inactive one (unused for two weeks) is activated,
+   * a building one awaited; a failed, removed or unknown one cannot be used in place.
+   */
+  private async ensureSnapshotActive(ref: string): Promise<void> {
+    const context = errorContext(this.name, 'create', this.options.apiKeyEnvVar);
+    let snapshot: Snapshot;
+    try {
+      snapshot = await this.retry('create', () => this.client.snapshot.get(ref));
+    } catch (error) {
+      if (error instanceof ProviderNotFoundError)
+        throw new ProviderSnapshotUnusableError(context, ref, 'missing', 'Daytona no longer knows it', {
+          cause: error,
+        });
+      throw error;
+    }
+    snapshot = await this.settle(snapshot, 'create');
+    const condition = mapDaytonaSnapshotState(snapshot.state);
+    if (condition === 'ACTIVE') return;
+    if (condition === 'INACTIVE') {
+      await this.activate(snapshot, 'create');
+      return;
+    }
+    throw new ProviderSnapshotUnusableError(
+      context,
+      ref,
+      snapshot.state,
+      snapshot.errorReason ?? 'it cannot boot sandboxes',
+    );
+  }
+
+  private async activate(snapshot: Snapshot, operation: string): Promise<void> {
+    try {
+      await this.retry(operation, () => this.client.snapshot.activate(snapshot.id));
+    } catch (error) {
+      // Activated meanwhile by another process: "already active" is the state we wanted.
+      if (!(error instanceof ProviderValidationError && /already active/i.test(error.message))) throw error;
+    }
+  }
+
+  /**
+   * Builds a Daytona snapshot named after the content key, reusing it when it exists: an active one
+   * as is, an inactive one after activation, a building one once it settles. A failed (or removing)
+   * snapshot keeps its name — Daytona answers 409 to re-creating it — so the build moves to the next
+   * generation's name (`-r2`, `-r3`, …). The Dockerfile must be self-contained: COPY from a local
+   * build context would make the SDK upload the context to Daytona's object storage, which this
+   * adapter does not provide.
    */
   async buildSnapshot(request: SnapshotBuildRequest): Promise<string> {
-    const name = `singulacomp-${request.key}`;
-    try {
-      const existing = await this.retry('buildSnapshot', () => this.client.snapshot.get(name));
-      if (existing.state === 'active') return name;
-    } catch (error) {
-      if (!(error instanceof ProviderNotFoundError)) throw error;
+    const base = `singulacomp-${request.key}`;
+    const generations = this.options.maxSnapshotGenerations ?? 5;
+    const { spec } = fitSpecToProvider(this, request.spec);
+    for (let generation = 1; generation <= generations; generation++) {
+      const name = generation === 1 ? base : `${base}-r${generation}`;
+      const existing = await this.findSnapshot(name);
+      if (!existing) return this.createSnapshot(name, request.dockerfile, spec);
+      const settled = await this.settle(existing, 'buildSnapshot');
+      const condition = mapDaytonaSnapshotState(settled.state);
+      if (condition === 'ACTIVE') return name;
+      if (condition === 'INACTIVE') {
+        await this.activate(settled, 'buildSnapshot');
+        return name;
+      }
     }
+    throw new ProviderBuildError(
+      `DAYTONA snapshot ${base}: the last ${generations} builds failed; fix the Dockerfile, then remove the failed snapshots in Daytona`,
+      errorContext(this.name, 'buildSnapshot', this.options.apiKeyEnvVar),
+    );
+  }
+
+  private async createSnapshot(name: string, dockerfile: string, spec: HardwareSpec): Promise<string> {
     // The SDK reads Dockerfiles from disk only.
     const dir = await mkdtemp(join(tmpdir(), 'singulacomp-dockerfile-'));
     try {
       const path = join(dir, 'Dockerfile');
-      await writeFile(path, request.dockerfile);
+      await writeFile(path, dockerfile);
       const image = Image.fromDockerfile(path);
-      await this.retry('buildSnapshot', () =>
-        this.client.snapshot.create(
-          {
-            name,
-            image,
-            resources: { cpu: request.spec.cpu, memory: request.spec.memoryGiB, disk: request.spec.diskGiB },
-          },
-          { timeout: 0 },
-        ),
-      );
+      await this.retry('buildSnapshot', async () => {
+        try {
+          return await this.client.snapshot.create(
+            { name, image, resources: { cpu: spec.cpu, memory: spec.memoryGiB, disk: spec.diskGiB } },
+            { timeout: 0 },
+          );
+        } catch (error) {
+          // The SDK reports a build that ended in error/build_failed as a status-less DaytonaError.
+          if (error instanceof Error && /Failed to create snapshot/.test(error.message)) {
+            throw new ProviderBuildError(
+              `DAYTONA snapshot ${name} failed to build: ${error.message}`,
+              errorContext(this.name, 'buildSnapshot', this.options.apiKeyEnvVar),
+              { cause: error },
+            );
+          }
+          throw error;
+        }
+      });
       return name;
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -275,5 +517,19 @@ export class DaytonaProvider implements SandboxProvider {
   async close(): Promise<void> {
     this.sandboxes.clear();
     await this.client[Symbol.asyncDispose]();
+  }
+}
+
+/** True when something behind the preview proxy answered (the proxy itself says 502 when nothing listens). */
+async function serviceAnswers(url: string, headers: Record<string, string>): Promise<boolean> {
+  try {
+    const response = await fetch(`${url.replace(/\/+$/, '')}/singulacomp/health`, {
+      headers,
+      signal: AbortSignal.timeout(1_000),
+    });
+    await response.body?.cancel();
+    return response.status !== 502 && response.status !== 401;
+  } catch {
+    return false;
   }
 }

@@ -2,8 +2,10 @@
 // through envd in the background with no command timeout; our side of the stream is dropped right
 // away (the process keeps running). stop = pause (memory snapshot, processes resume where they
 // were, so `start` = connect does not relaunch the entry); the sandbox's own deadline pauses rather
-// than kills it, and keepAlive pushes that deadline out.
-import { Sandbox, type SandboxState as E2BState, Template } from 'e2b';
+// than kills it, and keepAlive pushes that deadline out — but never past the plan's maximum sandbox
+// length (start + 1 h on Hobby, 24 h on Pro), which `expiresAt` reports so the session can end
+// cleanly first. Every call, with the spec it was checked against, is in docs/providers/e2b.md.
+import { ApiClient, ConnectionConfig, Sandbox, type SandboxState as E2BState, Template } from 'e2b';
 import type { RuntimeSource } from '../../image/dockerfile';
 import { parseDockerfile, splitFlags } from '../../image/dockerfile-parser';
 import {
@@ -14,9 +16,18 @@ import {
   METADATA_SANDBOX_ID,
   SERVICE_PORT,
 } from './common';
-import { ProviderNotFoundError, type RetryOptions, withProviderRetry } from './errors';
+import {
+  ProviderAccessError,
+  ProviderHttpError,
+  ProviderNotFoundError,
+  ProviderNotRunningError,
+  type RetryOptions,
+  withProviderRetry,
+} from './errors';
+import { capsFrom, fitSpecToProvider } from './limits';
 import type {
   CreateSandboxRequest,
+  FittedSpec,
   HardwareSpec,
   ProviderSandbox,
   SandboxProvider,
@@ -37,6 +48,18 @@ export {
  * disk). Disk is a plan property on E2B, not a template parameter (R-SBX-4).
  */
 export const E2B_CAPS: HardwareSpec = { cpu: 8, memoryGiB: 8, diskGiB: 20 };
+
+/** E2B's maximum sandbox length on the Hobby plan (Pro: 24 h). @see E2BProviderOptions.maxSandboxLifetimeMs */
+export const E2B_HOBBY_MAX_LIFETIME_MS = 3_600_000;
+
+/**
+ * E2B runs templates with 1 or an even number of vCPUs: an odd count rounds up to the next even
+ * one within `maxCpu`, else down.
+ */
+export function fitE2BCpu(cpu: number, maxCpu: number): number {
+  if (cpu <= 1 || cpu % 2 === 0) return cpu;
+  return cpu + 1 <= maxCpu ? cpu + 1 : cpu - 1;
+}
 
 /** Every E2B sandbox state onto ours (R-SBX-1); a killed sandbox is a 404 (→ DESTROYED). */
 export const E2B_STATE_MAP: Record<E2BState, SandboxState> = {
@@ -70,12 +93,22 @@ export interface E2BProviderOptions {
   apiKeyEnvVar?: string;
   /** Per-request timeout. @default 60_000 */
   requestTimeoutMs?: number;
+  /** This team's template maximum (CPU ≤ 8, memory ≤ 8 GiB on E2B's plans). @default E2B_CAPS */
+  caps?: Partial<HardwareSpec>;
+  /**
+   * The plan's maximum sandbox length from start (or resume); keep-alives cannot pass it.
+   * @default 3_600_000 (Hobby; Pro is 86_400_000)
+   */
+  maxSandboxLifetimeMs?: number;
+  /** Interval of template build polls. @default 500 */
+  pollIntervalMs?: number;
   retry?: RetryOptions;
 }
 
 export class E2BProvider implements SandboxProvider {
   readonly name = 'E2B' as const;
-  readonly caps: Partial<HardwareSpec> = E2B_CAPS;
+  readonly caps: HardwareSpec;
+  readonly maxSandboxLifetimeMs: number;
   /** The template builder cannot pull the runtime image: the layer installs it with RUN steps. */
   readonly runtimeSource: RuntimeSource = 'package';
   private readonly entryCommand: string;
@@ -88,6 +121,23 @@ export class E2BProvider implements SandboxProvider {
     this.servicePort = options.servicePort ?? SERVICE_PORT;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 1_800_000;
     this.hostToUrl = options.hostToUrl ?? ((host) => `https://${host}`);
+    this.caps = capsFrom(options.caps, E2B_CAPS);
+    this.maxSandboxLifetimeMs = options.maxSandboxLifetimeMs ?? E2B_HOBBY_MAX_LIFETIME_MS;
+  }
+
+  /** The idle deadline to ask for: E2B refuses a create timeout above the maximum length (400). */
+  private get timeoutMs(): number {
+    return Math.min(this.idleTimeoutMs, this.maxSandboxLifetimeMs);
+  }
+
+  /** CPU 1 or even (E2B refuses other counts with a 400 at template build). */
+  fitSpec(spec: HardwareSpec): FittedSpec {
+    const cpu = fitE2BCpu(spec.cpu, this.caps.cpu);
+    if (cpu === spec.cpu) return { spec: { ...spec }, warnings: [] };
+    return {
+      spec: { ...spec, cpu },
+      warnings: [`cpu: E2B runs 1 or an even number of vCPUs; ${spec.cpu} vCPU rounded to ${cpu}`],
+    };
   }
 
   /** Connection options passed on every SDK call; nothing is read from the environment. */
@@ -111,6 +161,7 @@ export class E2BProvider implements SandboxProvider {
     const metadata = idTags(request, METADATA_KEYS);
     const template = request.snapshotRef ?? this.options.defaultTemplate ?? 'base';
     let sandbox: Sandbox | null = null;
+    const startedAt = Date.now();
     try {
       sandbox = await this.retry('create', async () => {
         try {
@@ -118,7 +169,7 @@ export class E2BProvider implements SandboxProvider {
             ...this.connection,
             envs: request.env,
             metadata,
-            timeoutMs: this.idleTimeoutMs,
+            timeoutMs: this.timeoutMs,
             lifecycle: { onTimeout: 'pause' },
           });
         } catch (error) {
@@ -136,7 +187,7 @@ export class E2BProvider implements SandboxProvider {
         });
         await handle.disconnect();
       });
-      return this.describe(created.sandboxId, created.getHost(this.servicePort));
+      return this.describe(created.sandboxId, created.getHost(this.servicePort), startedAt);
     } catch (error) {
       if (sandbox) await this.destroy(sandbox.sandboxId).catch(() => undefined);
       else await this.removeTagged(request.sandboxId);
@@ -158,15 +209,22 @@ export class E2BProvider implements SandboxProvider {
     }
   }
 
-  private describe(providerSandboxId: string, host: string): ProviderSandbox {
-    return { providerSandboxId, state: 'STARTED', serviceUrl: this.hostToUrl(host) };
+  private describe(providerSandboxId: string, host: string, startedAtMs: number): ProviderSandbox {
+    return {
+      providerSandboxId,
+      state: 'STARTED',
+      serviceUrl: this.hostToUrl(host),
+      expiresAt: new Date(startedAtMs + this.maxSandboxLifetimeMs),
+    };
   }
 
+  /** Resumes (or reconnects to) the sandbox; a resumed sandbox's maximum length counts anew. */
   async start(providerSandboxId: string): Promise<ProviderSandbox> {
     const sandbox = await this.retry('start', () =>
-      Sandbox.connect(providerSandboxId, { ...this.connection, timeoutMs: this.idleTimeoutMs }),
+      Sandbox.connect(providerSandboxId, { ...this.connection, timeoutMs: this.timeoutMs }),
     );
-    return this.describe(providerSandboxId, sandbox.getHost(this.servicePort));
+    const info = await this.retry('start', () => Sandbox.getInfo(providerSandboxId, this.connection));
+    return this.describe(providerSandboxId, sandbox.getHost(this.servicePort), info.startedAt.getTime());
   }
 
   async stop(providerSandboxId: string): Promise<ProviderSandbox> {
@@ -179,10 +237,32 @@ export class E2BProvider implements SandboxProvider {
     await this.retry('destroy', () => Sandbox.kill(providerSandboxId, this.connection));
   }
 
+  /**
+   * Pushes the idle deadline out (E2B clamps it to the maximum length itself). Past the maximum
+   * length E2B answers 400 → ProviderLifetimeExceededError; a paused sandbox answers 404, which is
+   * told apart from a gone one → ProviderNotRunningError.
+   */
   async keepAlive(providerSandboxId: string): Promise<void> {
-    await this.retry('keepAlive', () =>
-      Sandbox.setTimeout(providerSandboxId, this.idleTimeoutMs, this.connection),
-    );
+    try {
+      await this.retry('keepAlive', () =>
+        Sandbox.setTimeout(providerSandboxId, this.timeoutMs, this.connection),
+      );
+    } catch (error) {
+      if (!(error instanceof ProviderNotFoundError)) throw error;
+      const state = await this.status(providerSandboxId);
+      if (state === 'DESTROYED') throw error;
+      throw new ProviderNotRunningError(
+        `E2B sandbox ${providerSandboxId} is ${state === 'HIBERNATED' ? 'paused' : state}: resume it before keeping it alive`,
+        errorContext(this.name, 'keepAlive', this.options.apiKeyEnvVar),
+        { cause: error },
+      );
+    }
+  }
+
+  /** When the sandbox will be paused whatever keep-alives do (its start + the maximum length). */
+  async expiresAt(providerSandboxId: string): Promise<Date> {
+    const info = await this.retry('expiresAt', () => Sandbox.getInfo(providerSandboxId, this.connection));
+    return new Date(info.startedAt.getTime() + this.maxSandboxLifetimeMs);
   }
 
   async status(providerSandboxId: string): Promise<SandboxState> {
@@ -230,21 +310,63 @@ export class E2BProvider implements SandboxProvider {
   }
 
   /**
-   * Builds an E2B template named after the content key (reused when the name exists) through the
-   * SDK's template build API. CPU and memory belong to the template; disk is E2B's plan size. The
-   * Dockerfile must be self-contained (snapshotUnsupportedReason refuses COPY/ADD). The layer's
-   * trailing `CMD []` leaves the template without a start command: create() launches the entry.
+   * Whether a template name has a ready build. The alias lookup alone (the SDK's `Template.exists`)
+   * answers as soon as any build is registered — running or failed — and reads a 403 as "exists";
+   * only a ready build boots sandboxes, so the template's builds are read as well.
+   */
+  private async templateReady(name: string): Promise<'ready' | 'building' | 'absent'> {
+    const client = new ApiClient(new ConnectionConfig(this.connection));
+    const context = errorContext(this.name, 'buildSnapshot', this.options.apiKeyEnvVar);
+    const alias = await client.api.GET('/templates/aliases/{alias}', { params: { path: { alias: name } } });
+    if (alias.response.status === 404) return 'absent';
+    if (alias.response.status === 403) {
+      throw new ProviderAccessError(context, `template ${name} belongs to another team (403)`);
+    }
+    if (!alias.data)
+      throw new ProviderHttpError(alias.response.status, `template alias ${name}: ${errorText(alias.error)}`);
+    const templateID = alias.data.templateID;
+    const template = await client.api.GET('/templates/{templateID}', { params: { path: { templateID } } });
+    if (!template.data)
+      throw new ProviderHttpError(
+        template.response.status,
+        `template ${templateID}: ${errorText(template.error)}`,
+      );
+    const builds = template.data.builds;
+    if (builds.some((b) => b.status === 'ready')) return 'ready';
+    return builds.some((b) => b.status === 'building' || b.status === 'waiting') ? 'building' : 'absent';
+  }
+
+  /**
+   * Builds an E2B template named after the content key through the SDK's template build API,
+   * reused when the name has a ready build; a name whose builds all failed gets a new build, and
+   * one still building is waited for. CPU and memory belong to the template (CPU 1 or even, see
+   * fitSpec); disk is E2B's plan size. The Dockerfile must be self-contained
+   * (snapshotUnsupportedReason refuses COPY/ADD). The layer's trailing `CMD []` leaves the template
+   * without a start command: create() launches the entry.
    */
   async buildSnapshot(request: SnapshotBuildRequest): Promise<string> {
     const name = `singulacomp-${request.key}`;
-    if (await this.retry('buildSnapshot', () => Template.exists(name, this.connection))) return name;
+    const { spec } = fitSpecToProvider(this, request.spec);
+    const deadline = Date.now() + 30 * 60_000;
+    for (;;) {
+      const state = await this.retry('buildSnapshot', () => this.templateReady(name));
+      if (state === 'ready') return name;
+      if (state === 'absent') break;
+      if (Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, this.options.pollIntervalMs ?? 500));
+    }
     await this.retry('buildSnapshot', () =>
       Template.build(Template().fromDockerfile(request.dockerfile), name, {
         ...this.connection,
-        cpuCount: request.spec.cpu,
-        memoryMB: request.spec.memoryGiB * 1024,
+        cpuCount: spec.cpu,
+        memoryMB: spec.memoryGiB * 1024,
       }),
     );
     return name;
   }
+}
+
+function errorText(error: unknown): string {
+  if (error && typeof error === 'object' && 'message' in error) return String(error.message);
+  return String(error ?? 'no answer');
 }

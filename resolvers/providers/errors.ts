@@ -4,10 +4,13 @@ import {
   DaytonaAuthenticationError,
   DaytonaAuthorizationError,
   DaytonaBadGatewayError,
+  DaytonaConflictError,
   DaytonaConnectionError,
   DaytonaError,
+  DaytonaGoneError,
   DaytonaInternalServerError,
   DaytonaNotFoundError,
+  DaytonaProcessNotFoundError,
   DaytonaRateLimitError,
   DaytonaServiceUnavailableError,
   DaytonaTimeoutError,
@@ -15,7 +18,10 @@ import {
 } from '@daytonaio/sdk';
 import {
   AuthenticationError as E2BAuthenticationError,
+  BuildError as E2BBuildError,
+  FileUploadError as E2BFileUploadError,
   InvalidArgumentError as E2BInvalidArgumentError,
+  NotEnoughSpaceError as E2BNotEnoughSpaceError,
   NotFoundError as E2BNotFoundError,
   RateLimitError as E2BRateLimitError,
   SandboxError as E2BSandboxError,
@@ -101,6 +107,98 @@ export class ProviderUnavailableError extends ProviderError {
 /** Thrown when the provider rejects the request itself (400/409/422): fix the input, do not retry. */
 export class ProviderValidationError extends ProviderError {}
 
+/**
+ * Thrown when the provider keeps refusing because the resource is changing state (Daytona and E2B
+ * 409, Daytona's "state change in progress") after the retries allowed: try again later.
+ */
+export class ProviderBusyError extends ProviderError {
+  constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
+    super(
+      `${context.provider} is busy with a state change during ${context.operation}: ${detail}. Try again shortly.`,
+      context,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown when a request exceeds the account's per-sandbox or total resource limits (Daytona 403
+ * "exceeds maximum allowed per sandbox" / "Total CPU limit exceeded"): the key is fine, the size is not.
+ */
+export class ProviderQuotaError extends ProviderError {
+  constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
+    super(
+      `${context.provider} refused ${context.operation} over the account's resource limits: ${detail}. ` +
+        `Lower the template's cpu/memory/disk (or the ${context.provider}_MAX_* settings to the account's ` +
+        'limits), stop other sandboxes, or raise the limits with the provider.',
+      context,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown when a valid key lacks access to one resource (Daytona "region not available to the
+ * organization", E2B 403 on a template of another team): fix the target or template, not the key.
+ */
+export class ProviderAccessError extends ProviderError {
+  constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
+    super(
+      `${context.provider} denied access during ${context.operation}: ${detail}. The API key is valid; ` +
+        'check the configured target/region or that the template belongs to this account.',
+      context,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown when an in-sandbox process or toolbox session ended (Daytona toolbox 404 PROCESS_NOT_FOUND,
+ * 410 SESSION_ENDED): the sandbox itself still exists, so the operation is retried.
+ */
+export class ProviderSessionLostError extends ProviderError {}
+
+/**
+ * Thrown when the sandbox reached the provider's maximum lifetime (E2B 400 "Max instance length
+ * exceeded"): it cannot be kept alive; end the session and start a new one.
+ */
+export class ProviderLifetimeExceededError extends ProviderError {}
+
+/** Thrown when an operation needs a running sandbox and it is paused or stopped (E2B setTimeout → 404). */
+export class ProviderNotRunningError extends ProviderValidationError {}
+
+/** Thrown when an image/template build failed at the provider (E2B BuildError, Daytona build_failed). */
+export class ProviderBuildError extends ProviderError {}
+
+/** Thrown when the sandbox's disk is full (E2B envd 507): free space or raise the disk size. */
+export class ProviderDiskFullError extends ProviderError {}
+
+/**
+ * Thrown when a snapshot/template a sandbox should boot from is not usable (a provider state other
+ * than active that cannot be recovered in place): provisioning marks it failed so it is rebuilt.
+ */
+export class ProviderSnapshotUnusableError extends ProviderError {
+  constructor(
+    context: ProviderErrorContext,
+    readonly snapshotRef: string,
+    readonly state: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${context.provider} snapshot ${snapshotRef} is ${state}: ${detail}; it will be rebuilt.`,
+      context,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown when the sandbox's entry process exited right after launch (e.g. the binary is missing
+ * from the image): the sandbox would never serve the daemon.
+ */
+export class ProviderEntryFailedError extends ProviderError {}
+
 /** A raw HTTP failure from a plain-fetch adapter (Platinum); mapped through the same table. */
 export class ProviderHttpError extends Error {
   constructor(
@@ -118,7 +216,14 @@ type Mapped =
   | { kind: 'auth' }
   | { kind: 'not-found' }
   | { kind: 'unavailable' }
-  | { kind: 'validation' };
+  | { kind: 'validation' }
+  | { kind: 'busy' }
+  | { kind: 'quota' }
+  | { kind: 'access' }
+  | { kind: 'session-lost' }
+  | { kind: 'lifetime' }
+  | { kind: 'build' }
+  | { kind: 'disk-full' };
 
 export interface ErrorMappingRow {
   /** Human-readable source of the row (SDK class or HTTP status), used as the test row name. */
@@ -147,13 +252,42 @@ function headerOf(headers: unknown, name: string): unknown {
   return record[name] ?? record[name.toLowerCase()];
 }
 
-function statusMapping(status: number, retryAfter: unknown): Mapped | null {
+/**
+ * Plain status classes. `conflict` says what 409 means for the provider: Daytona and E2B answer it
+ * for a resource in transition (retry), Platinum's contract for a state or name clash (final).
+ */
+function statusMapping(
+  status: number,
+  retryAfter: unknown,
+  conflict: 'busy' | 'validation' = 'validation',
+): Mapped | null {
   if (status === 429) return { kind: 'rate-limited', retryAfterMs: parseRetryAfterMs(retryAfter) };
   if (status === 401 || status === 403) return { kind: 'auth' };
   if (status === 404 || status === 410) return { kind: 'not-found' };
-  if (status === 400 || status === 409 || status === 422) return { kind: 'validation' };
+  if (status === 409) return { kind: conflict };
+  if (status === 400 || status === 422) return { kind: 'validation' };
+  if (status === 507) return { kind: 'disk-full' };
   if (status === 408 || status >= 500) return { kind: 'unavailable' };
   return null;
+}
+
+/** Daytona's quota refusals (apps/api/src/sandbox/services/sandbox.service.ts validateOrganizationQuotas). */
+const DAYTONA_QUOTA =
+  /exceeds maximum allowed per sandbox|total (cpu|memory|disk) limit exceeded|quota exceeded/i;
+/** Daytona's 403s about a resource rather than the key (region.service.ts, snapshot.service.ts). */
+const DAYTONA_ACCESS = /region .*not available|not available to the organization|organization is suspended/i;
+/** Daytona's "busy" refusals (SandboxError 400 in sandbox.service.ts start/stop/destroy). */
+const DAYTONA_BUSY = /state change in progress/i;
+/** E2B keep-alive past the sandbox's maximum length (infra packages/api/internal/orchestrator/keep_alive.go). */
+const E2B_LIFETIME = /max instance length exceeded/i;
+
+const messageMatches = (e: unknown, pattern: RegExp): boolean =>
+  e instanceof Error && pattern.test(e.message);
+
+/** `NNN: message` as the e2b SDK formats API errors for classes without a status (BuildError). */
+function leadingStatus(e: unknown): number | null {
+  const match = e instanceof Error ? /^(\d{3}): /.exec(e.message) : null;
+  return match ? Number(match[1]) : null;
 }
 
 const isTimeoutDomException = (e: unknown): boolean =>
@@ -167,6 +301,42 @@ const isTimeoutDomException = (e: unknown): boolean =>
  * `SandboxError`).
  */
 export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
+  {
+    source: 'Daytona toolbox DaytonaProcessNotFoundError (404 PROCESS_NOT_FOUND)',
+    matches: (e) => e instanceof DaytonaProcessNotFoundError,
+    map: () => ({ kind: 'session-lost' }),
+  },
+  {
+    // The API never answers 410 for a sandbox (a removed one is 404); the toolbox does for a session.
+    source: 'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)',
+    matches: (e) => e instanceof DaytonaGoneError,
+    map: () => ({ kind: 'session-lost' }),
+  },
+  {
+    source: 'DaytonaAuthorizationError (403) over a resource limit',
+    matches: (e) => e instanceof DaytonaAuthorizationError && messageMatches(e, DAYTONA_QUOTA),
+    map: () => ({ kind: 'quota' }),
+  },
+  {
+    source: 'DaytonaAuthorizationError (403) region not available',
+    matches: (e) => e instanceof DaytonaAuthorizationError && messageMatches(e, DAYTONA_ACCESS),
+    map: () => ({ kind: 'access' }),
+  },
+  {
+    source: 'DaytonaValidationError (400) over a resource limit',
+    matches: (e) => e instanceof DaytonaValidationError && messageMatches(e, DAYTONA_QUOTA),
+    map: () => ({ kind: 'quota' }),
+  },
+  {
+    source: 'DaytonaValidationError (400) state change in progress',
+    matches: (e) => e instanceof DaytonaValidationError && messageMatches(e, DAYTONA_BUSY),
+    map: () => ({ kind: 'busy' }),
+  },
+  {
+    source: 'DaytonaConflictError (409)',
+    matches: (e) => e instanceof DaytonaConflictError,
+    map: () => ({ kind: 'busy' }),
+  },
   {
     source: 'DaytonaRateLimitError (429)',
     matches: (e) => e instanceof DaytonaRateLimitError,
@@ -225,8 +395,39 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     matches: (e) =>
       e instanceof DaytonaError &&
       typeof e.statusCode === 'number' &&
-      statusMapping(e.statusCode, undefined) !== null,
-    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined) as Mapped,
+      statusMapping(e.statusCode, undefined, 'busy') !== null,
+    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined, 'busy') as Mapped,
+  },
+  {
+    source: 'e2b SandboxError 400 Max instance length exceeded',
+    matches: (e) => e instanceof E2BSandboxError && e.statusCode === 400 && messageMatches(e, E2B_LIFETIME),
+    map: () => ({ kind: 'lifetime' }),
+  },
+  {
+    // E2B's 401 is AuthenticationError; its 403 is about a resource (a template of another team).
+    source: 'e2b SandboxError 403 (no access to the resource)',
+    matches: (e) => e instanceof E2BSandboxError && e.statusCode === 403,
+    map: () => ({ kind: 'access' }),
+  },
+  {
+    source: 'e2b NotEnoughSpaceError (envd 507)',
+    matches: (e) => e instanceof E2BNotEnoughSpaceError,
+    map: () => ({ kind: 'disk-full' }),
+  },
+  {
+    // Upload transport failures: the build was not started, so it can be retried.
+    source: 'e2b FileUploadError',
+    matches: (e) => e instanceof E2BFileUploadError,
+    map: () => ({ kind: 'unavailable' }),
+  },
+  {
+    // BuildError carries no status: API failures read "NNN: message", a failed build does not.
+    source: 'e2b BuildError',
+    matches: (e) => e instanceof E2BBuildError,
+    map: (e) => {
+      const status = leadingStatus(e);
+      return (status !== null && statusMapping(status, undefined, 'busy')) || { kind: 'build' };
+    },
   },
   {
     source: 'e2b RateLimitError (429 after the SDK’s own Retry-After retries)',
@@ -263,8 +464,8 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     matches: (e) =>
       e instanceof E2BSandboxError &&
       typeof e.statusCode === 'number' &&
-      statusMapping(e.statusCode, undefined) !== null,
-    map: (e) => statusMapping((e as E2BSandboxError).statusCode as number, undefined) as Mapped,
+      statusMapping(e.statusCode, undefined, 'busy') !== null,
+    map: (e) => statusMapping((e as E2BSandboxError).statusCode as number, undefined, 'busy') as Mapped,
   },
   {
     // handleRpcError formats unmapped Connect codes as `<code>: [unknown] <message>` (HTTP 500 from envd).
@@ -324,7 +525,47 @@ export function toProviderError(error: unknown, context: ProviderErrorContext, a
         context,
         cause,
       );
+    case 'busy':
+      return new ProviderBusyError(context, messageOf(error), cause);
+    case 'quota':
+      return new ProviderQuotaError(context, messageOf(error), cause);
+    case 'access':
+      return new ProviderAccessError(context, messageOf(error), cause);
+    case 'session-lost':
+      return new ProviderSessionLostError(
+        `${context.provider} lost an in-sandbox process or session during ${context.operation}: ${messageOf(error)}`,
+        context,
+        cause,
+      );
+    case 'lifetime':
+      return new ProviderLifetimeExceededError(
+        `${context.provider} sandbox reached its maximum lifetime (${context.operation}): ${messageOf(error)}`,
+        context,
+        cause,
+      );
+    case 'build':
+      return new ProviderBuildError(
+        `${context.provider} image build failed (${context.operation}): ${messageOf(error)}`,
+        context,
+        cause,
+      );
+    case 'disk-full':
+      return new ProviderDiskFullError(
+        `${context.provider} sandbox disk is full (${context.operation}): ${messageOf(error)}`,
+        context,
+        cause,
+      );
   }
+}
+
+/** Failures worth another attempt: rate limits, outages, state transitions, lost toolbox sessions. */
+export function isRetryable(error: unknown): error is ProviderError {
+  return (
+    error instanceof ProviderRateLimitedError ||
+    error instanceof ProviderUnavailableError ||
+    error instanceof ProviderBusyError ||
+    error instanceof ProviderSessionLostError
+  );
 }
 
 export interface RetryOptions {
@@ -354,7 +595,8 @@ export function backoffDelayMs(attempt: number, baseDelayMs: number, maxDelayMs:
 /**
  * Runs `fn`, mapping failures through the table: 429 waits `Retry-After` (or the backoff when the
  * provider gave none), 5xx/timeouts back off exponentially (capped), both at most `maxAttempts`
- * times in total. Auth, not-found and validation errors are thrown at once.
+ * times in total; 409-while-busy and lost toolbox sessions back off like 5xx. Auth, quota, access,
+ * not-found and validation errors are thrown at once.
  */
 export async function withProviderRetry<T>(
   fn: (attempt: number) => Promise<T>,
@@ -372,9 +614,7 @@ export async function withProviderRetry<T>(
       return await fn(attempt);
     } catch (raw) {
       const error = toProviderError(raw, context, attempt);
-      const retryable =
-        error instanceof ProviderRateLimitedError || error instanceof ProviderUnavailableError;
-      if (!retryable || attempt >= maxAttempts) throw error;
+      if (!isRetryable(error) || attempt >= maxAttempts) throw error;
       let delayMs = backoffDelayMs(attempt, baseDelayMs, maxDelayMs);
       if (jitter) delayMs = Math.round(delayMs / 2 + (Math.random() * delayMs) / 2);
       if (error instanceof ProviderRateLimitedError && error.retryAfterMs !== null) {

@@ -10,8 +10,23 @@ import type { ProviderName, SandboxProvider } from './types';
 /** Credentials and endpoints of the cloud providers (server/env.ts reads them from the environment). */
 export interface CloudProviderSettings {
   sandboxEntry: string | null;
-  daytona: { apiKey: string; apiUrl: string; target: string | null } | null;
-  e2b: { apiKey: string; apiUrl: string | null; domain: string | null; sandboxUrl: string | null } | null;
+  daytona: {
+    apiKey: string;
+    apiUrl: string;
+    target: string | null;
+    /** Per-sandbox caps configured for this organization (unset fields: Daytona's defaults). */
+    caps: { cpu?: number; memoryGiB?: number; diskGiB?: number };
+    defaultImage: string | null;
+  } | null;
+  e2b: {
+    apiKey: string;
+    apiUrl: string | null;
+    domain: string | null;
+    sandboxUrl: string | null;
+    caps: { cpu?: number; memoryGiB?: number };
+    /** The plan's maximum sandbox length (hobby 1 h, pro 24 h). */
+    maxSandboxLifetimeMs: number;
+  } | null;
   platinum: { apiKey: string; apiUrl: string } | null;
 }
 
@@ -38,6 +53,8 @@ export function createCloudProviders(
         apiKey: env.daytona.apiKey,
         apiUrl: env.daytona.apiUrl,
         ...(env.daytona.target ? { target: env.daytona.target } : {}),
+        caps: env.daytona.caps,
+        ...(env.daytona.defaultImage ? { defaultImage: env.daytona.defaultImage } : {}),
         ...common,
       }),
     );
@@ -49,6 +66,8 @@ export function createCloudProviders(
         ...(env.e2b.apiUrl ? { apiUrl: env.e2b.apiUrl } : {}),
         ...(env.e2b.domain ? { domain: env.e2b.domain } : {}),
         ...(env.e2b.sandboxUrl ? { sandboxUrl: env.e2b.sandboxUrl } : {}),
+        caps: env.e2b.caps,
+        maxSandboxLifetimeMs: env.e2b.maxSandboxLifetimeMs,
         ...common,
       }),
     );

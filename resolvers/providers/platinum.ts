@@ -17,6 +17,7 @@ import {
   type RetryOptions,
   withProviderRetry,
 } from './errors';
+import { fitSpecToProvider } from './limits';
 import type {
   CreateSandboxRequest,
   HardwareSpec,
@@ -173,9 +174,8 @@ export class PlatinumProvider implements SandboxProvider {
   async create(request: CreateSandboxRequest): Promise<ProviderSandbox> {
     const body = {
       image: request.snapshotRef,
-      cpu: request.spec.cpu,
-      memoryGiB: request.spec.memoryGiB,
-      diskGiB: request.spec.diskGiB,
+      // Fitted here too: a caller that skipped provisioning's clamp must not get a 400.
+      ...fitSpecToProvider(this, request.spec).spec,
       env: request.env,
       labels: idTags(request, LABEL_KEYS),
       entrypoint: ['/bin/sh', '-c', this.options.entryCommand ?? DEFAULT_ENTRY_COMMAND],
@@ -265,9 +265,7 @@ export class PlatinumProvider implements SandboxProvider {
       await this.request('buildSnapshot', 'POST', '/images', {
         name,
         dockerfile: request.dockerfile,
-        cpu: request.spec.cpu,
-        memoryGiB: request.spec.memoryGiB,
-        diskGiB: request.spec.diskGiB,
+        ...fitSpecToProvider(this, request.spec).spec,
       });
     } catch (error) {
       // 409: the name exists; its state below tells whether it is usable.

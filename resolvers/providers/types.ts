@@ -44,8 +44,19 @@ export interface ProviderSandbox {
   state: SandboxState;
   /** Base URL at which the server reaches the daemon's service port, when known. */
   serviceUrl: string | null;
-  /** Headers the provider's edge needs on requests to `serviceUrl` (e.g. Daytona's preview token). */
+  /**
+   * Headers the provider's edge needs on every request to `serviceUrl` (Daytona's preview token of
+   * a private sandbox). They change on every start: store the latest with the sandbox.
+   */
   serviceHeaders?: Record<string, string>;
+  /** When the provider ends the sandbox whatever keep-alives say (E2B's maximum sandbox length). */
+  expiresAt?: Date | null;
+}
+
+/** A spec fitted to one provider, with a warning per change. */
+export interface FittedSpec {
+  spec: HardwareSpec;
+  warnings: string[];
 }
 
 export interface SnapshotBuildRequest {
@@ -82,5 +93,15 @@ export interface SandboxProvider {
   readonly runtimeSource?: 'image' | 'package';
   /** Provider caps tighter than the platform's (R-SBX-4), applied after the platform clamp. */
   readonly caps?: Partial<HardwareSpec>;
+  /**
+   * Shapes a capped spec to what the provider accepts (e.g. E2B's CPU counts of 1 or even),
+   * explaining each change. Called after `caps`; see fitSpecToProvider.
+   */
+  fitSpec?(spec: HardwareSpec): FittedSpec;
+  /**
+   * Longest a sandbox may run from its start, whatever keep-alives do (E2B: 1 h Hobby, 24 h Pro);
+   * undefined: no such limit. Sessions must end cleanly before it.
+   */
+  readonly maxSandboxLifetimeMs?: number;
   close?(): Promise<void>;
 }

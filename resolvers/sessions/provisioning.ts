@@ -6,14 +6,15 @@
 // create (CREATING_SANDBOX) → RUNNING. Provider errors arrive typed (providers/errors.ts) after the
 // adapter's bounded retries; the session then FAILS with the reason, and a sandbox that was created
 // on the way is destroyed so nothing leaks. Each running interval is a SandboxInterval row (cost).
-import { applyProviderCaps } from '../../image/spec';
 import type { ProvisioningPhase, StopReason } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import { decrypt, encrypt } from '../auth/crypto';
 import type { Events } from '../events/events';
-import { ProviderNotFoundError } from '../providers/errors';
+import { ProviderNotFoundError, ProviderSnapshotUnusableError } from '../providers/errors';
+import { fitSpecToProvider } from '../providers/limits';
 import type { ProviderRegistry } from '../providers/registry';
+import { serviceAccessColumns } from '../providers/service-access';
 import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '../providers/types';
 import { repoRef } from './lifecycle';
 import type { SnapshotService } from '../snapshots/snapshots';
@@ -134,7 +135,8 @@ export function createProvisioner(options: ProvisionerOptions) {
             diskGiB: session.template.diskGiB,
           }
         : DEFAULT_SPEC;
-      const { spec, warnings } = applyProviderCaps(base, provider.caps, providerName);
+      // The provider's caps and shape rules (e.g. E2B's even CPU counts), before anything is sent.
+      const { spec, warnings } = fitSpecToProvider(provider, base);
       if (warnings.length > 0)
         log.warn({ sessionId, provider: providerName, warnings }, 'spec clamped to provider caps');
       const template = session.template;
@@ -235,7 +237,8 @@ export function createProvisioner(options: ProvisionerOptions) {
       await setSandbox(sandbox.id, {
         providerSandboxId: created.providerSandboxId,
         status: created.state,
-        serviceUrl: created.serviceUrl,
+        // serviceUrl, the provider's access headers for it (encrypted) and the hard expiry.
+        ...serviceAccessColumns(options.encryptionKey, created),
         startedAt: started ? now : null,
         runningSince: started ? now : null,
         lastActivityAt: now,
@@ -255,6 +258,18 @@ export function createProvisioner(options: ProvisionerOptions) {
     } catch (error) {
       const reason = `Provisioning on ${providerName} failed: ${(error as Error).message}`;
       log.warn({ sessionId, err: error }, 'provisioning failed');
+      // The provider can no longer boot this snapshot (failed, removed): the next session rebuilds it.
+      if (error instanceof ProviderSnapshotUnusableError && sandboxId) {
+        const row = await db.sandbox.findUnique({ where: { id: sandboxId } });
+        if (row?.snapshotId) {
+          await db.snapshot
+            .updateMany({
+              where: { id: row.snapshotId, status: 'ACTIVE' },
+              data: { status: 'FAILED', error: reason.slice(0, 2_000) },
+            })
+            .catch(() => undefined);
+        }
+      }
       // The adapters remove what a failed create left behind; this covers a failure after it.
       if (provider && providerSandboxId) {
         await provider.destroy(providerSandboxId).catch((destroyError: unknown) => {

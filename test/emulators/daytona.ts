@@ -1,10 +1,49 @@
 // Daytona API emulator (test fixture) for @daytonaio/sdk: the sandbox and snapshot endpoints under
-// `/api`, the toolbox (`/toolbox/{id}/process/...`) and state transitions the SDK polls for.
-// A sandbox's processes are real local processes; its service port is a free local port that the
-// emulator injects as SINGULACOMP_SERVICE_PORT and returns as the port-8000 preview URL.
+// `/api`, the toolbox (`/toolbox/{id}/process/...`) and state transitions the SDK polls for, as strict
+// as the real service on everything our adapter calls. Each rule cites where the real behaviour is
+// written down: daytonaio/daytona `apps/api/src/sandbox/services/sandbox.service.ts` (SBX),
+// `apps/api/src/sandbox/services/snapshot.service.ts` (SNAP), `apps/api/src/exceptions/
+// sandbox-error.exception.ts` (SandboxError = HTTP 400), the daemon's toolbox
+// `apps/daemon/pkg/toolbox/docs/swagger.yaml` (TOOLBOX) and `libs/api-client-go/api/openapi.yaml`.
+//
+// A sandbox's processes are real local processes; its port 8000 is a free local port that the
+// emulator injects as SINGULACOMP_SERVICE_PORT. Previews go through a per-sandbox proxy that, like
+// Daytona's (private sandboxes by default), refuses requests without the sandbox's current
+// `x-daytona-preview-token`; the token is renewed on every start (SBX `start`: `authToken = nanoid(32)`).
 import { randomUUID } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { EmulatorBase, killProcesses, processEnv } from './base';
 import { freePort, type JsonRequest, type Reply, SandboxProcess, sandboxDir } from './harness';
+
+/** An organization's resource limits (SBX `validateOrganizationQuotas`, SNAP likewise). */
+export interface DaytonaTier {
+  maxCpuPerSandbox: number;
+  maxMemoryPerSandboxGiB: number;
+  maxDiskPerSandboxGiB: number;
+  totalCpu: number;
+  totalMemoryGiB: number;
+  totalDiskGiB: number;
+}
+
+/**
+ * Daytona's documented defaults: 4 vCPU / 8 GB / 10 GB per sandbox (more on request), and Tier 1
+ * account totals of 10 vCPU / 10 GiB / 30 GiB.
+ */
+export const DAYTONA_TIER_1: DaytonaTier = {
+  maxCpuPerSandbox: 4,
+  maxMemoryPerSandboxGiB: 8,
+  maxDiskPerSandboxGiB: 10,
+  totalCpu: 10,
+  totalMemoryGiB: 10,
+  totalDiskGiB: 30,
+};
+
+/** The account default a sandbox created without a snapshot boots from (SBX `DEFAULT_CPU` etc.). */
+export const DAYTONA_DEFAULT_SNAPSHOT = { name: 'daytonaio/sandbox:0.4.3', cpu: 1, memory: 1, disk: 3 };
+
+/** Snapshots unused this long are deactivated (create from them → 400 until activated). */
+export const SNAPSHOT_INACTIVE_AFTER_MS = 14 * 24 * 3_600_000;
 
 export interface DaytonaEmulatorOptions {
   /** @default 'daytona-test-key' */
@@ -19,6 +58,17 @@ export interface DaytonaEmulatorOptions {
   failBuildsMatching?: RegExp;
   /** Port the preview URL maps to the emulated service port. @default 8000 */
   servicePort?: number;
+  /** The organization's limits. @default DAYTONA_TIER_1 */
+  tier?: DaytonaTier;
+  /** Regions the organization may use; another `target` is a 403. @default ['us', 'eu'] */
+  regions?: string[];
+}
+
+interface SessionCommand {
+  id: string;
+  command: string;
+  proc: SandboxProcess;
+  output: string;
 }
 
 export interface DaytonaEmulatedSandbox {
@@ -28,6 +78,7 @@ export interface DaytonaEmulatedSandbox {
   snapshot: string | null;
   env: Record<string, string>;
   labels: Record<string, string>;
+  target: string;
   cpu: number;
   memory: number;
   disk: number;
@@ -35,10 +86,16 @@ export interface DaytonaEmulatedSandbox {
   createdAt: string;
   updatedAt: string;
   lastActivityAt: string;
+  /** Token the preview proxy requires; renewed on every start. */
+  previewToken: string;
   /** Local port standing in for the sandbox's port 8000. */
   servicePort: number;
+  /** Local port of the sandbox's preview proxy (the URL the preview-url endpoint returns). */
+  previewPort: number;
   dir: string;
   processes: SandboxProcess[];
+  /** Toolbox sessions of the running daemon (gone when the sandbox stops). */
+  sessions: Map<string, SessionCommand[]>;
 }
 
 interface SnapshotRecord {
@@ -46,21 +103,62 @@ interface SnapshotRecord {
   name: string;
   state: string;
   dockerfile: string;
-  cpu?: number;
-  memory?: number;
-  disk?: number;
+  cpu: number;
+  memory: number;
+  disk: number;
   errorReason: string | null;
+  /** Emulator-clock ms of the last sandbox created from it (or of its build). */
+  lastUsedAt: number;
 }
+
+type Emulated = DaytonaEmulatedSandbox & { removeDir(): void; preview: Server };
 
 const errorBody = (status: number, message: string) => ({
   statusCode: status,
   message,
-  error: status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Error',
+  error:
+    status === 401
+      ? 'Unauthorized'
+      : status === 403
+        ? 'Forbidden'
+        : status === 404
+          ? 'Not Found'
+          : status === 409
+            ? 'Conflict'
+            : 'Bad Request',
 });
 
+/** The daemon's error envelope (the SDK reads `code` and `source` to pick a class). */
+const daemonError = (status: number, message: string, code: string) => ({
+  statusCode: status,
+  message,
+  code,
+  source: 'DAYTONA_DAEMON',
+});
+
+/** States in which a sandbox is between two stable states (SBX: `pending` / state ≠ desiredState). */
+const TRANSITIONAL = new Set([
+  'creating',
+  'starting',
+  'stopping',
+  'destroying',
+  'pending_build',
+  'building_snapshot',
+  'pulling_snapshot',
+  'restoring',
+  'archiving',
+  'resizing',
+  'snapshotting',
+  'pausing',
+  'resuming',
+]);
+/** States whose CPU and memory count against the account totals. */
+const RUNNING = new Set(['creating', 'starting', 'started', 'pending_build', 'building_snapshot']);
+
 export class DaytonaEmulator extends EmulatorBase {
-  private readonly sandboxes = new Map<string, DaytonaEmulatedSandbox & { removeDir(): void }>();
+  private readonly sandboxes = new Map<string, Emulated>();
   private readonly snapshotsByName = new Map<string, SnapshotRecord>();
+  private clockOffsetMs = 0;
   protected readonly options: Required<Omit<DaytonaEmulatorOptions, 'failBuildsMatching'>> &
     Pick<DaytonaEmulatorOptions, 'failBuildsMatching'>;
 
@@ -73,6 +171,8 @@ export class DaytonaEmulator extends EmulatorBase {
       snapshotBuildDelayMs: options.snapshotBuildDelayMs ?? 30,
       servicePort: options.servicePort ?? 8000,
       failBuildsMatching: options.failBuildsMatching,
+      tier: options.tier ?? DAYTONA_TIER_1,
+      regions: options.regions ?? ['us', 'eu'],
     };
   }
 
@@ -83,6 +183,17 @@ export class DaytonaEmulator extends EmulatorBase {
   /** Value for the SDK's `apiUrl`. */
   get apiUrl(): string {
     return `${this.server.url}/api`;
+  }
+
+  /** The emulator's clock (ms): wall time plus whatever the test advanced it by. */
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
+  /** Moves the emulator's clock forward (snapshot deactivation reads it). */
+  advanceClock(ms: number): void {
+    this.clockOffsetMs += ms;
+    this.deactivateUnused();
   }
 
   /** Live (not destroyed) sandboxes. */
@@ -98,14 +209,54 @@ export class DaytonaEmulator extends EmulatorBase {
     return [...this.snapshotsByName.values()];
   }
 
+  /** Forces a snapshot's state (e.g. `error` after a registry loss). */
+  setSnapshotState(name: string, state: string): void {
+    const record = this.snapshotsByName.get(name);
+    if (record) record.state = state;
+  }
+
   /** Forces a native state (for state-mapping tests). */
   setState(id: string, state: string): void {
     const sandbox = this.sandboxes.get(id);
     if (sandbox) sandbox.state = state;
   }
 
+  /**
+   * Puts a sandbox in a transitional state (e.g. `stopping`) that settles into `settlesTo` once the
+   * emulator has refused `refusals` state changes with "state change in progress".
+   */
+  holdTransition(id: string, state: string, settlesTo: string, refusals = 1): void {
+    const sandbox = this.sandboxes.get(id);
+    if (!sandbox) return;
+    sandbox.state = state;
+    this.held.set(id, { settlesTo, refusals });
+  }
+
+  private readonly held = new Map<string, { settlesTo: string; refusals: number }>();
+
+  /** A "state change in progress" refusal; settles a held transition once it has refused enough. */
+  private busy(sandbox: DaytonaEmulatedSandbox, message: string): Reply {
+    const hold = this.held.get(sandbox.id);
+    if (hold && --hold.refusals <= 0) {
+      this.held.delete(sandbox.id);
+      sandbox.state = hold.settlesTo;
+    }
+    return this.refuse(400, message);
+  }
+
   protected releaseSandboxes() {
-    return [...this.sandboxes.values()];
+    const all = [...this.sandboxes.values()];
+    for (const sandbox of all) closeServer(sandbox.preview);
+    return all;
+  }
+
+  private deactivateUnused(): void {
+    const now = this.now();
+    for (const record of this.snapshotsByName.values()) {
+      if (record.state === 'active' && now - record.lastUsedAt > SNAPSHOT_INACTIVE_AFTER_MS) {
+        record.state = 'inactive';
+      }
+    }
   }
 
   private dto(s: DaytonaEmulatedSandbox) {
@@ -118,7 +269,7 @@ export class DaytonaEmulator extends EmulatorBase {
       env: s.env,
       labels: s.labels,
       public: false,
-      target: 'us',
+      target: s.target,
       cpu: s.cpu,
       gpu: 0,
       memory: s.memory,
@@ -132,7 +283,7 @@ export class DaytonaEmulator extends EmulatorBase {
     };
   }
 
-  private find(idOrName: string): (DaytonaEmulatedSandbox & { removeDir(): void }) | undefined {
+  private find(idOrName: string): Emulated | undefined {
     const byId = this.sandboxes.get(idOrName);
     if (byId && byId.state !== 'destroyed') return byId;
     return [...this.sandboxes.values()].find((s) => s.name === idOrName && s.state !== 'destroyed');
@@ -153,7 +304,52 @@ export class DaytonaEmulator extends EmulatorBase {
     return { status: 404, json: errorBody(404, `${what} not found`) };
   }
 
+  private refuse(status: number, message: string): Reply {
+    return { status, json: errorBody(status, message) };
+  }
+
+  /**
+   * Per-sandbox and account-total limits, checked on create, start and snapshot builds (SBX and
+   * SNAP `validateOrganizationQuotas`: ForbiddenException, i.e. 403, with these messages).
+   */
+  private quotaRefusal(
+    resources: { cpu: number; memory: number; disk: number },
+    excludeId?: string,
+    totals = true,
+  ): Reply | null {
+    const tier = this.options.tier;
+    if (resources.cpu > tier.maxCpuPerSandbox)
+      return this.refuse(
+        403,
+        `CPU request ${resources.cpu} exceeds maximum allowed per sandbox (${tier.maxCpuPerSandbox}).`,
+      );
+    if (resources.memory > tier.maxMemoryPerSandboxGiB)
+      return this.refuse(
+        403,
+        `Memory request ${resources.memory}GB exceeds maximum allowed per sandbox (${tier.maxMemoryPerSandboxGiB}GB).`,
+      );
+    if (resources.disk > tier.maxDiskPerSandboxGiB)
+      return this.refuse(
+        403,
+        `Disk request ${resources.disk}GB exceeds maximum allowed per sandbox (${tier.maxDiskPerSandboxGiB}GB).`,
+      );
+    if (!totals) return null;
+    const others = this.list().filter((s) => s.id !== excludeId);
+    const running = others.filter((s) => RUNNING.has(s.state));
+    const cpu = running.reduce((sum, s) => sum + s.cpu, 0) + resources.cpu;
+    const memory = running.reduce((sum, s) => sum + s.memory, 0) + resources.memory;
+    const disk = others.filter((s) => s.state !== 'archived').reduce((sum, s) => sum + s.disk, 0);
+    if (cpu > tier.totalCpu)
+      return this.refuse(403, `Total CPU limit exceeded. Maximum allowed: ${tier.totalCpu}.`);
+    if (memory > tier.totalMemoryGiB)
+      return this.refuse(403, `Total memory limit exceeded. Maximum allowed: ${tier.totalMemoryGiB}GiB.`);
+    if (disk + resources.disk > tier.totalDiskGiB)
+      return this.refuse(403, `Total disk limit exceeded. Maximum allowed: ${tier.totalDiskGiB}GiB.`);
+    return null;
+  }
+
   protected async route(req: JsonRequest): Promise<Reply> {
+    this.deactivateUnused();
     if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       return { status: 401, json: errorBody(401, 'Invalid credentials') };
     }
@@ -162,7 +358,7 @@ export class DaytonaEmulator extends EmulatorBase {
     if (segments[0] !== 'api') return this.notFound(req.path);
     const [resource, id, action, ...rest] = segments.slice(1);
     if (resource === 'sandbox') return this.sandboxRoute(req, id, action, rest);
-    if (resource === 'snapshots') return this.snapshotRoute(req, id);
+    if (resource === 'snapshots') return this.snapshotRoute(req, id, action);
     return this.notFound(req.path);
   }
 
@@ -192,20 +388,34 @@ export class DaytonaEmulator extends EmulatorBase {
     if (!action) {
       if (req.method === 'GET') return { status: 200, json: this.dto(sandbox) };
       if (req.method === 'DELETE') {
+        // SBX `destroy`: `if (sandbox.pending) throw new SandboxError('Sandbox state change in progress')`.
+        if (TRANSITIONAL.has(sandbox.state)) return this.busy(sandbox, 'Sandbox state change in progress');
         sandbox.state = 'destroying';
         await killProcesses(sandbox);
+        closeServer(sandbox.preview);
         sandbox.state = 'destroyed';
         sandbox.removeDir();
         return { status: 200, json: this.dto(sandbox) };
       }
     }
     if (req.method === 'POST' && action === 'start') {
-      if (sandbox.state !== 'started')
-        this.transition(sandbox, 'starting', 'started', this.options.bootDelayMs);
+      // SBX `start`: started → returned as is; a transition → 400; only stopped/archived start.
+      if (sandbox.state === 'started') return { status: 200, json: this.dto(sandbox) };
+      if (TRANSITIONAL.has(sandbox.state)) return this.busy(sandbox, 'State change in progress');
+      if (sandbox.state !== 'stopped' && sandbox.state !== 'archived')
+        return this.refuse(400, 'Sandbox is not in valid state');
+      const quota = this.quotaRefusal(sandbox, sandbox.id);
+      if (quota) return quota;
+      sandbox.previewToken = newPreviewToken();
+      this.transition(sandbox, 'starting', 'started', this.options.bootDelayMs);
       return { status: 200, json: this.dto(sandbox) };
     }
     if (req.method === 'POST' && action === 'stop') {
+      // SBX `stop`: a transition → 400 'State change in progress'; not started → 400.
+      if (TRANSITIONAL.has(sandbox.state)) return this.busy(sandbox, 'State change in progress');
+      if (sandbox.state !== 'started') return this.refuse(400, 'Sandbox is not started');
       sandbox.state = 'stopping';
+      sandbox.sessions.clear();
       const stopping = killProcesses(sandbox);
       this.later(this.options.stopDelayMs, () => {
         void stopping.then(() => {
@@ -223,12 +433,14 @@ export class DaytonaEmulator extends EmulatorBase {
       return { status: 201 };
     }
     if (req.method === 'GET' && action === 'ports' && rest[1] === 'preview-url') {
+      // SBX `getPortPreviewUrl`: `{ sandboxId, url, token: sandbox.authToken }`.
       const port = Number(rest[0]);
+      if (!Number.isInteger(port) || port < 1 || port > 65_535) return this.refuse(400, 'Invalid port');
       const url =
         port === this.options.servicePort
-          ? `http://127.0.0.1:${sandbox.servicePort}`
+          ? `http://127.0.0.1:${sandbox.previewPort}`
           : `https://${port}-${sandbox.id}.proxy.daytona.emulated`;
-      return { status: 200, json: { sandboxId: sandbox.id, url, token: `preview-${sandbox.id}` } };
+      return { status: 200, json: { sandboxId: sandbox.id, url, token: sandbox.previewToken } };
     }
     return this.notFound(req.path);
   }
@@ -237,71 +449,146 @@ export class DaytonaEmulator extends EmulatorBase {
     const body = req.json<{
       name?: string;
       snapshot?: string;
+      buildInfo?: { dockerfileContent?: string };
       env?: Record<string, string>;
       labels?: Record<string, string>;
+      target?: string;
       cpu?: number;
       memory?: number;
       disk?: number;
       autoStopInterval?: number;
     }>();
+    const target = body.target ?? 'us';
+    if (!this.options.regions.includes(target)) {
+      // SNAP/SBX `getValidatedOrDefaultRegionId`: a shared region without quota → 403.
+      return this.refuse(403, `Region ${target} is not available to the organization`);
+    }
     if (body.name && this.find(body.name)) {
-      return { status: 409, json: errorBody(409, `Sandbox with name ${body.name} already exists`) };
+      return this.refuse(409, `Sandbox with name ${body.name} already exists`);
     }
-    if (body.snapshot) {
-      const snapshot = this.snapshotsByName.get(body.snapshot);
-      if (snapshot && snapshot.state !== 'active') {
-        return { status: 400, json: errorBody(400, `Snapshot ${body.snapshot} is ${snapshot.state}`) };
-      }
+    let resources: { cpu: number; memory: number; disk: number };
+    let snapshot: SnapshotRecord | undefined;
+    if (body.buildInfo) {
+      // SBX createFromBuildInfo: the request's resources, else the defaults of 1 / 1 / 3.
+      resources = { cpu: body.cpu ?? 1, memory: body.memory ?? 1, disk: body.disk ?? 3 };
+    } else if (body.snapshot) {
+      // SBX createFromSnapshot: unknown → 400 "not found", not active → 400 "is <state>"; the
+      // snapshot's resources apply, the request's are ignored.
+      snapshot = this.snapshotsByName.get(body.snapshot);
+      if (!snapshot)
+        return this.refuse(
+          400,
+          `Snapshot ${body.snapshot} not found. Did you add it through the Daytona Dashboard?`,
+        );
+      if (snapshot.state !== 'active')
+        return this.refuse(400, `Snapshot ${body.snapshot} is ${snapshot.state}`);
+      resources = { cpu: snapshot.cpu, memory: snapshot.memory, disk: snapshot.disk };
+    } else {
+      const fallback = DAYTONA_DEFAULT_SNAPSHOT;
+      resources = { cpu: fallback.cpu, memory: fallback.memory, disk: fallback.disk };
     }
+    const quota = this.quotaRefusal(resources);
+    if (quota) return quota;
+    if (snapshot) snapshot.lastUsedAt = this.now();
     const id = randomUUID();
     const dir = sandboxDir('daytona-sandbox');
     const now = new Date().toISOString();
-    const snapshot = body.snapshot ? this.snapshotsByName.get(body.snapshot) : undefined;
-    const sandbox = {
+    const sandbox: Emulated = {
       id,
       name: body.name ?? id,
       state: 'creating',
-      snapshot: body.snapshot ?? null,
+      snapshot: body.snapshot ?? (body.buildInfo ? null : DAYTONA_DEFAULT_SNAPSHOT.name),
       env: body.env ?? {},
       labels: body.labels ?? {},
-      cpu: body.cpu ?? snapshot?.cpu ?? 1,
-      memory: body.memory ?? snapshot?.memory ?? 1,
-      disk: body.disk ?? snapshot?.disk ?? 3,
+      target,
+      ...resources,
       autoStopInterval: body.autoStopInterval ?? 15,
       createdAt: now,
       updatedAt: now,
       lastActivityAt: now,
+      previewToken: newPreviewToken(),
       servicePort: await freePort(),
+      previewPort: 0,
       dir: dir.path,
       processes: [],
+      sessions: new Map(),
       removeDir: dir.remove,
+      preview: createServer(),
     };
+    sandbox.preview = this.previewProxy(sandbox);
+    await new Promise<void>((resolve) => sandbox.preview.listen(0, '127.0.0.1', resolve));
+    sandbox.previewPort = (sandbox.preview.address() as AddressInfo).port;
     this.sandboxes.set(id, sandbox);
-    this.transition(sandbox, 'creating', 'started', this.options.bootDelayMs);
+    if (body.buildInfo) {
+      this.transition(
+        sandbox,
+        'pending_build',
+        'started',
+        this.options.bootDelayMs + this.options.snapshotBuildDelayMs,
+      );
+    } else {
+      this.transition(sandbox, 'creating', 'started', this.options.bootDelayMs);
+    }
     return { status: 200, json: this.dto(sandbox) };
   }
 
-  private spawn(sandbox: DaytonaEmulatedSandbox, command: string, env: Record<string, string> = {}) {
+  /**
+   * Daytona's preview proxy for one sandbox: the current preview token or 401, a started sandbox
+   * or 502, then the request is relayed to the service port (502 when nothing listens there).
+   */
+  private previewProxy(sandbox: DaytonaEmulatedSandbox): Server {
+    return createServer((req: IncomingMessage, res) => {
+      const reply = (status: number, message: string): void => {
+        req.resume();
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ message }));
+      };
+      if (req.headers['x-daytona-preview-token'] !== sandbox.previewToken) {
+        reply(401, 'Unauthorized: a valid x-daytona-preview-token is required for private sandboxes');
+        return;
+      }
+      if (sandbox.state !== 'started') {
+        reply(502, `Sandbox ${sandbox.id} is ${sandbox.state}`);
+        return;
+      }
+      const { 'x-daytona-preview-token': _token, ...headers } = req.headers;
+      const upstream = httpRequest(
+        { host: '127.0.0.1', port: sandbox.servicePort, method: req.method, path: req.url, headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => {
+        if (!res.headersSent) reply(502, `no service on port ${this.options.servicePort}`);
+        else res.end();
+      });
+      req.pipe(upstream);
+    });
+  }
+
+  private spawn(sandbox: DaytonaEmulatedSandbox, command: string, onOutput: (chunk: Buffer) => void) {
     const proc = new SandboxProcess({
       file: '/bin/sh',
       args: ['-c', command],
       cwd: sandbox.dir,
-      env: processEnv(sandbox, sandbox.env, env),
+      env: processEnv(sandbox, sandbox.env),
+      onStdout: onOutput,
+      onStderr: onOutput,
     });
     sandbox.processes.push(proc);
     return proc;
   }
 
   private async toolbox(req: JsonRequest, segments: string[]): Promise<Reply> {
-    const [id, area, kind, sessionId, verb] = segments;
+    const [id, area, kind, sessionId, verb, commandId, tail] = segments;
     const sandbox = id ? this.find(id) : undefined;
     if (!sandbox) return this.notFound(`Sandbox ${id}`);
     if (sandbox.state !== 'started') {
-      return { status: 400, json: errorBody(400, `Sandbox ${sandbox.id} is not started (${sandbox.state})`) };
+      return this.refuse(400, `Sandbox ${sandbox.id} is not started (${sandbox.state})`);
     }
     sandbox.lastActivityAt = new Date().toISOString();
-    if (area !== 'process' || req.method !== 'POST') return this.notFound(req.path);
-    if (kind === 'execute') {
+    if (area !== 'process') return this.notFound(req.path);
+    if (kind === 'execute' && req.method === 'POST') {
       const body = req.json<{ command: string; envs?: Record<string, string>; timeout?: number }>();
       let output = '';
       const proc = new SandboxProcess({
@@ -316,19 +603,67 @@ export class DaytonaEmulator extends EmulatorBase {
       const exitCode = await proc.exited;
       return { status: 200, json: { exitCode, result: output } };
     }
-    if (kind === 'session' && !sessionId) return { status: 201 };
-    if (kind === 'session' && verb === 'exec') {
+    if (kind !== 'session') return this.notFound(req.path);
+    if (!sessionId && req.method === 'POST') {
+      // TOOLBOX POST /process/session: 409 Conflict when the session id exists.
+      const wanted = req.json<{ sessionId: string }>().sessionId;
+      if (sandbox.sessions.has(wanted))
+        return { status: 409, json: daemonError(409, `session ${wanted} already exists`, 'CONFLICT') };
+      sandbox.sessions.set(wanted, []);
+      return { status: 201 };
+    }
+    const session = sessionId ? sandbox.sessions.get(sessionId) : undefined;
+    if (!session) {
+      return { status: 404, json: daemonError(404, `session ${sessionId} not found`, 'NOT_FOUND') };
+    }
+    if (!verb && req.method === 'GET') {
+      return {
+        status: 200,
+        json: {
+          sessionId,
+          commands: session.map((c) => ({ id: c.id, command: c.command, exitCode: c.proc.exitCode })),
+        },
+      };
+    }
+    if (verb === 'exec' && req.method === 'POST') {
       const body = req.json<{ command: string; runAsync?: boolean; async?: boolean }>();
-      const proc = this.spawn(sandbox, body.command);
-      const cmdId = randomUUID();
-      if (body.runAsync || body.async) return { status: 202, json: { cmdId } };
-      const exitCode = await proc.exited;
-      return { status: 200, json: { cmdId, exitCode, output: '', stdout: '', stderr: '' } };
+      const command: SessionCommand = {
+        id: randomUUID(),
+        command: body.command,
+        output: '',
+        proc: null as never,
+      };
+      command.proc = this.spawn(sandbox, body.command, (chunk) => {
+        command.output += chunk.toString('utf8');
+      });
+      session.push(command);
+      // TOOLBOX: an async exec answers 202 with the command id at once, whether or not the
+      // command can run; its exit code appears on GET .../command/{id} once it ends.
+      if (body.runAsync || body.async) return { status: 202, json: { cmdId: command.id } };
+      const exitCode = await command.proc.exited;
+      return {
+        status: 200,
+        json: { cmdId: command.id, exitCode, output: command.output, stdout: command.output, stderr: '' },
+      };
+    }
+    if (verb === 'command' && commandId && req.method === 'GET') {
+      const command = session.find((c) => c.id === commandId);
+      if (!command)
+        return {
+          status: 404,
+          json: daemonError(404, `command ${commandId} not found`, 'PROCESS_NOT_FOUND'),
+        };
+      if (tail === 'logs')
+        return { status: 200, json: { output: command.output, stdout: command.output, stderr: '' } };
+      return {
+        status: 200,
+        json: { id: command.id, command: command.command, exitCode: command.proc.exitCode },
+      };
     }
     return this.notFound(req.path);
   }
 
-  private snapshotRoute(req: JsonRequest, idOrName: string | undefined): Reply {
+  private snapshotRoute(req: JsonRequest, idOrName: string | undefined, action: string | undefined): Reply {
     if (!idOrName && req.method === 'POST') {
       const body = req.json<{
         name: string;
@@ -337,28 +672,34 @@ export class DaytonaEmulator extends EmulatorBase {
         memory?: number;
         disk?: number;
       }>();
+      // SNAP createFromBuildInfo: a taken name is 409 whatever the existing snapshot's state.
       if (this.snapshotsByName.has(body.name)) {
-        return { status: 409, json: errorBody(409, `Snapshot with name ${body.name} already exists`) };
+        return this.refuse(409, `Snapshot with name "${body.name}" already exists for this organization`);
       }
+      const resources = { cpu: body.cpu ?? 1, memory: body.memory ?? 1, disk: body.disk ?? 3 };
+      // SNAP validateOrganizationQuotas: per-sandbox limits apply to a snapshot's resources.
+      const quota = this.quotaRefusal(resources, undefined, false);
+      if (quota) return quota;
       const dockerfile = body.buildInfo?.dockerfileContent ?? '';
       const record: SnapshotRecord = {
         id: randomUUID(),
         name: body.name,
         state: 'pending',
         dockerfile,
-        cpu: body.cpu,
-        memory: body.memory,
-        disk: body.disk,
+        ...resources,
         errorReason: null,
+        lastUsedAt: this.now(),
       };
       this.snapshotsByName.set(body.name, record);
       this.later(this.options.snapshotBuildDelayMs / 2, () => {
-        record.state = 'building';
+        if (record.state === 'pending') record.state = 'building';
       });
       this.later(this.options.snapshotBuildDelayMs, () => {
+        if (record.state !== 'building' && record.state !== 'pending') return;
         const fail = this.options.failBuildsMatching?.test(dockerfile);
         record.state = fail ? 'build_failed' : 'active';
         record.errorReason = fail ? 'Dockerfile step failed' : null;
+        record.lastUsedAt = this.now();
       });
       return { status: 200, json: this.snapshotDto(record) };
     }
@@ -366,8 +707,19 @@ export class DaytonaEmulator extends EmulatorBase {
       idOrName &&
       (this.snapshotsByName.get(idOrName) ??
         [...this.snapshotsByName.values()].find((s) => s.id === idOrName));
-    if (!record) return this.notFound(`Snapshot ${idOrName}`);
-    if (req.method === 'GET') return { status: 200, json: this.snapshotDto(record) };
+    if (!record) return this.notFound(`Snapshot with name ${idOrName}`);
+    if (!action && req.method === 'GET') return { status: 200, json: this.snapshotDto(record) };
+    if (action === 'activate' && req.method === 'POST') {
+      // SNAP activateSnapshot: only an inactive snapshot activates (at once); others → 400.
+      if (record.state === 'active') return this.refuse(400, `Snapshot ${record.id} is already active`);
+      if (record.state !== 'inactive')
+        return this.refuse(400, `Snapshot ${record.id} cannot be activated - it is in ${record.state} state`);
+      const quota = this.quotaRefusal(record, undefined, false);
+      if (quota) return quota;
+      record.state = 'active';
+      record.lastUsedAt = this.now();
+      return { status: 200, json: this.snapshotDto(record) };
+    }
     return this.notFound(req.path);
   }
 
@@ -381,8 +733,18 @@ export class DaytonaEmulator extends EmulatorBase {
       mem: record.memory,
       disk: record.disk,
       general: false,
+      lastUsedAt: new Date(record.lastUsedAt).toISOString(),
       createdAt: new Date().toISOString(),
       updatedAt: new Date().toISOString(),
     };
   }
+}
+
+function closeServer(server: Server): void {
+  server.closeAllConnections();
+  server.close();
+}
+
+function newPreviewToken(): string {
+  return randomUUID().replaceAll('-', '');
 }

@@ -3,6 +3,13 @@
 // `apiUrl` and `sandboxUrl` at it; envd calls are routed by the `E2b-Sandbox-Id` header.
 // Processes are real; pause is SIGSTOP of the sandbox's process groups and resume SIGCONT, like
 // E2B's memory snapshots. Sandboxes expire at their deadline (killed, or paused with autoPause).
+//
+// As strict as the real API on what our adapter calls. References: e2b-dev/E2B `spec/openapi.yml`
+// (OPENAPI), e2b-dev/infra `packages/api/internal/orchestrator/keep_alive.go` (KEEPALIVE: the
+// sandbox's end time is clamped to start + max instance length, past it 400 "Max instance length
+// exceeded"; not running → 409/404), `packages/api/internal/handlers/` (sandbox create, template
+// builds), and the SDK's `checkAliasExists` (an alias answers as soon as a build is registered, 403
+// reads as "exists").
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { EmulatorBase, killProcesses, processEnv } from './base';
@@ -17,7 +24,25 @@ export interface E2BEmulatorOptions {
   templateBuildDelayMs?: number;
   /** Port whose `${port}-${id}.${domain}` host maps to the emulated service port. @default 8000 */
   servicePort?: number;
+  /** The team's plan: Hobby caps a sandbox at 1 h from its start, Pro at 24 h. @default 'hobby' */
+  plan?: 'hobby' | 'pro';
+  /** Overrides the plan's maximum sandbox length (tests use seconds, not hours). */
+  maxInstanceLengthMs?: number;
+  /** Templates every team can boot from. @default ['base'] */
+  publicTemplates?: string[];
+  /** Aliases that belong to another team: their alias lookup answers 403. */
+  foreignTemplates?: string[];
+  /** Template builds whose steps (JSON) match this end in `error`. */
+  failBuildsMatching?: RegExp;
+  /** How late the evictor acts on a deadline (a window in which a sandbox runs past its end). @default 0 */
+  evictionLagMs?: number;
 }
+
+/** Plan limits (E2B pricing/docs: template CPU 1 or even up to 8, memory up to 8 GiB; length 1 h / 24 h). */
+export const E2B_PLANS = {
+  hobby: { maxInstanceLengthMs: 3_600_000, maxCpu: 8, maxMemoryMB: 8_192 },
+  pro: { maxInstanceLengthMs: 24 * 3_600_000, maxCpu: 8, maxMemoryMB: 8_192 },
+} as const;
 
 export interface E2BEmulatedSandbox {
   sandboxID: string;
@@ -53,14 +78,26 @@ export interface E2BTemplateBuild {
   steps: E2BTemplateStep[];
 }
 
+interface BuildRecord {
+  buildID: string;
+  cpuCount: number;
+  memoryMB: number;
+  status: 'waiting' | 'building' | 'ready' | 'error';
+  reason: string | null;
+  steps: unknown;
+  createdAt: string;
+}
+
 interface TemplateRecord {
   templateID: string;
+  /** The latest build's id and fields (what the status routes read). */
   buildID: string;
   name: string;
   cpuCount: number;
   memoryMB: number;
-  status: 'waiting' | 'building' | 'ready' | 'error';
+  status: BuildRecord['status'];
   steps: unknown;
+  builds: BuildRecord[];
 }
 
 /** Step types E2B's builder executes; anything else is refused like the real API would. */
@@ -90,16 +127,45 @@ export class E2BEmulator extends EmulatorBase {
   >();
   private readonly templates = new Map<string, TemplateRecord>();
   private readonly builds: E2BTemplateBuild[] = [];
-  protected readonly options: Required<E2BEmulatorOptions>;
+  protected readonly options: Required<Omit<E2BEmulatorOptions, 'failBuildsMatching'>> &
+    Pick<E2BEmulatorOptions, 'failBuildsMatching'>;
+  /** Sandboxes between running and paused (pause in progress): operations on them answer 409. */
+  private readonly pausing = new Map<string, number>();
 
   private constructor(options: E2BEmulatorOptions) {
     super(errorBody);
+    const plan = options.plan ?? 'hobby';
     this.options = {
       apiKey: options.apiKey ?? 'e2b_test_key',
       domain: options.domain ?? 'e2b.emulated',
       templateBuildDelayMs: options.templateBuildDelayMs ?? 30,
       servicePort: options.servicePort ?? 8000,
+      plan,
+      maxInstanceLengthMs: options.maxInstanceLengthMs ?? E2B_PLANS[plan].maxInstanceLengthMs,
+      publicTemplates: options.publicTemplates ?? ['base'],
+      foreignTemplates: options.foreignTemplates ?? [],
+      failBuildsMatching: options.failBuildsMatching,
+      evictionLagMs: options.evictionLagMs ?? 0,
     };
+  }
+
+  /**
+   * Holds a running sandbox in the middle of a pause: requests on it answer 409 until `refusals`
+   * of them were refused, then the pause completes.
+   */
+  holdPausing(id: string, refusals = 1): void {
+    if (this.sandboxes.has(id)) this.pausing.set(id, refusals);
+  }
+
+  /** A 409 "changing state"; completes a held pause once it has refused enough. */
+  private changingState(sandbox: E2BEmulatedSandbox & { timer?: NodeJS.Timeout }): Reply {
+    const left = (this.pausing.get(sandbox.sandboxID) ?? 1) - 1;
+    if (left > 0) this.pausing.set(sandbox.sandboxID, left);
+    else {
+      this.pausing.delete(sandbox.sandboxID);
+      this.pause(sandbox);
+    }
+    return { status: 409, json: errorBody(409, `Sandbox ${sandbox.sandboxID} is changing state (pausing)`) };
   }
 
   static start(options: E2BEmulatorOptions = {}): Promise<E2BEmulator> {
@@ -163,19 +229,36 @@ export class E2BEmulator extends EmulatorBase {
   }
 
   private pause(sandbox: E2BEmulatedSandbox & { timer?: NodeJS.Timeout }): void {
+    if (this.pausing.has(sandbox.sandboxID)) return;
     sandbox.state = 'paused';
     if (sandbox.timer) clearTimeout(sandbox.timer);
     for (const proc of sandbox.processes) proc.pause();
   }
 
-  /** (Re)arms the deadline: kill, or pause when created with autoPause. */
+  /**
+   * (Re)arms the deadline: kill, or pause when created with autoPause. The end time never passes
+   * start + max instance length (KEEPALIVE `getMaxAllowedTTL`).
+   */
   private arm(sandbox: E2BEmulatedSandbox & { timer?: NodeJS.Timeout }, timeoutSeconds: number): void {
     if (sandbox.timer) clearTimeout(sandbox.timer);
-    sandbox.endAt = new Date(Date.now() + timeoutSeconds * 1000).toISOString();
+    const left = Date.parse(sandbox.startedAt) + this.options.maxInstanceLengthMs - Date.now();
+    const ttlMs = Math.max(0, Math.min(timeoutSeconds * 1000, left));
+    sandbox.endAt = new Date(Date.now() + ttlMs).toISOString();
     sandbox.timer = setTimeout(() => {
       if (sandbox.autoPause) this.pause(sandbox);
       else void this.kill(sandbox.sandboxID);
-    }, timeoutSeconds * 1000);
+    }, ttlMs + this.options.evictionLagMs);
+  }
+
+  /** Whether the sandbox has run past its maximum length. */
+  private pastMaxLength(sandbox: E2BEmulatedSandbox): boolean {
+    return Date.now() - Date.parse(sandbox.startedAt) > this.options.maxInstanceLengthMs;
+  }
+
+  /** A template that can boot sandboxes: public, or one of ours with a ready build. */
+  private bootable(templateID: string): boolean {
+    if (this.options.publicTemplates.includes(templateID)) return true;
+    return this.templates.get(templateID)?.builds.some((b) => b.status === 'ready') ?? false;
   }
 
   private connection(s: E2BEmulatedSandbox) {
@@ -233,9 +316,15 @@ export class E2BEmulator extends EmulatorBase {
         timeout?: number;
         autoPause?: boolean;
       }>();
-      const template = this.templates.get(body.templateID);
-      if (template && template.status !== 'ready') {
-        return { status: 400, json: errorBody(400, `template ${body.templateID} is not ready`) };
+      // Create resolves the template through the team's templates with a ready build: unknown,
+      // still building or only failed builds all read "not found" (404).
+      if (!this.bootable(body.templateID)) {
+        return this.notFound(`template '${body.templateID}' not found`);
+      }
+      const timeout = body.timeout ?? 300;
+      if (timeout * 1000 > this.options.maxInstanceLengthMs) {
+        const hours = this.options.maxInstanceLengthMs / 3_600_000;
+        return { status: 400, json: errorBody(400, `Timeout cannot be greater than ${hours} hours`) };
       }
       const dir = sandboxDir('e2b-sandbox');
       const sandbox = {
@@ -254,7 +343,7 @@ export class E2BEmulator extends EmulatorBase {
         removeDir: dir.remove,
       };
       this.sandboxes.set(sandbox.sandboxID, sandbox);
-      this.arm(sandbox, body.timeout ?? 300);
+      this.arm(sandbox, timeout);
       return { status: 201, json: this.connection(sandbox) };
     }
     if (!id && req.method === 'GET') {
@@ -273,22 +362,32 @@ export class E2BEmulator extends EmulatorBase {
       await this.kill(sandbox.sandboxID);
       return { status: 204 };
     }
+    const changing = this.pausing.has(sandbox.sandboxID);
     if (action === 'timeout' && req.method === 'POST') {
-      if (sandbox.state !== 'running') return { status: 409, json: errorBody(409, 'sandbox is paused') };
+      // KEEPALIVE: pausing → 409 (changing state); paused → 404 (only running sandboxes are
+      // looked up); past the maximum length → 400; otherwise the TTL is clamped to what is left.
+      if (changing) return this.changingState(sandbox);
+      if (sandbox.state !== 'running') return this.notFound(`Sandbox ${id} not found`);
+      if (this.pastMaxLength(sandbox))
+        return { status: 400, json: errorBody(400, 'Max instance length exceeded') };
       this.arm(sandbox, req.json<{ timeout: number }>().timeout);
       return { status: 204 };
     }
     if (action === 'pause' && req.method === 'POST') {
+      if (changing) return this.changingState(sandbox);
       if (sandbox.state === 'paused')
-        return { status: 409, json: errorBody(409, 'sandbox is already paused') };
+        return { status: 409, json: errorBody(409, `Sandbox ${id} is already paused`) };
       this.pause(sandbox);
       return { status: 204 };
     }
     if (action === 'connect' && req.method === 'POST') {
+      if (changing) return this.changingState(sandbox);
       const timeout = req.json<{ timeout?: number }>().timeout ?? 300;
       const resumed = sandbox.state === 'paused';
       if (resumed) {
+        // A resumed sandbox is a new instance: its maximum length counts from now.
         sandbox.state = 'running';
+        sandbox.startedAt = new Date().toISOString();
         for (const proc of sandbox.processes) proc.resume();
       }
       this.arm(sandbox, timeout);
@@ -305,16 +404,51 @@ export class E2BEmulator extends EmulatorBase {
   ): Reply {
     if (!id && req.method === 'POST') {
       const body = req.json<{ name: string; cpuCount?: number; memoryMB?: number; tags?: string[] }>();
+      const plan = E2B_PLANS[this.options.plan];
+      const cpuCount = body.cpuCount ?? 2;
+      const memoryMB = body.memoryMB ?? 512;
+      // Template resources: CPU 1 or an even number up to the plan's maximum, memory up to the
+      // plan's maximum (OPENAPI TemplateBuildRequestV3 cpuCount/memoryMB; refused with 400).
+      if (!Number.isInteger(cpuCount) || cpuCount < 1 || (cpuCount !== 1 && cpuCount % 2 !== 0))
+        return {
+          status: 400,
+          json: errorBody(400, `CPU count must be 1 or an even number, got ${cpuCount}`),
+        };
+      if (cpuCount > plan.maxCpu)
+        return {
+          status: 400,
+          json: errorBody(400, `CPU count exceeds team limits (${cpuCount} > ${plan.maxCpu})`),
+        };
+      if (memoryMB > plan.maxMemoryMB)
+        return {
+          status: 400,
+          json: errorBody(400, `Memory exceeds team limits (${memoryMB} MiB > ${plan.maxMemoryMB} MiB)`),
+        };
+      if (this.options.foreignTemplates.includes(body.name))
+        return { status: 403, json: errorBody(403, `You don't have access to template '${body.name}'`) };
       const existing = this.templates.get(body.name);
-      const record: TemplateRecord = {
-        templateID: body.name,
+      const build: BuildRecord = {
         buildID: randomUUID(),
+        cpuCount,
+        memoryMB,
+        status: 'waiting',
+        reason: null,
+        steps: null,
+        createdAt: new Date().toISOString(),
+      };
+      // A name already registered gets a new build of the same template.
+      const record: TemplateRecord = existing ?? {
+        templateID: body.name,
+        buildID: build.buildID,
         name: body.name,
-        cpuCount: body.cpuCount ?? existing?.cpuCount ?? 2,
-        memoryMB: body.memoryMB ?? existing?.memoryMB ?? 512,
+        cpuCount,
+        memoryMB,
         status: 'waiting',
         steps: null,
+        builds: [],
       };
+      record.builds.unshift(build);
+      Object.assign(record, { buildID: build.buildID, cpuCount, memoryMB, status: 'waiting', steps: null });
       this.templates.set(record.templateID, record);
       return {
         status: 202,
@@ -327,23 +461,56 @@ export class E2BEmulator extends EmulatorBase {
       };
     }
     if (id === 'aliases' && action && req.method === 'GET') {
+      // The alias answers once a build is registered, whatever its status; another team's is 403.
+      if (this.options.foreignTemplates.includes(action))
+        return { status: 403, json: errorBody(403, `You don't have access to template '${action}'`) };
       const record = this.templates.get(action);
-      if (record?.status !== 'ready') return this.notFound(`template ${action} not found`);
+      if (!record) return this.notFound(`template '${action}' not found`);
       return { status: 200, json: { templateID: record.templateID, public: false } };
     }
     const record = id ? this.templates.get(id) : undefined;
-    if (!record) return this.notFound(`template ${id} not found`);
+    if (!record) return this.notFound(`template '${id}' not found`);
+    if (!action && req.method === 'GET') {
+      // OPENAPI GET /templates/{templateID}: TemplateWithBuilds, newest build first.
+      return {
+        status: 200,
+        json: {
+          templateID: record.templateID,
+          public: false,
+          aliases: [record.name],
+          names: [record.name],
+          createdAt: record.builds.at(-1)?.createdAt,
+          updatedAt: record.builds[0]?.createdAt,
+          lastSpawnedAt: null,
+          spawnCount: 0,
+          builds: record.builds.map((b) => ({
+            buildID: b.buildID,
+            status: b.status,
+            cpuCount: b.cpuCount,
+            memoryMB: b.memoryMB,
+            createdAt: b.createdAt,
+            updatedAt: b.createdAt,
+          })),
+        },
+      };
+    }
     if (action === 'files' && req.method === 'GET') return { status: 201, json: { present: true } };
-    if (action === 'builds' && rest[0] === record.buildID) {
+    const build = rest[0] ? record.builds.find((b) => b.buildID === rest[0]) : undefined;
+    if (action === 'builds' && build) {
       if (req.method === 'POST' && rest.length === 1) {
         const body = req.json<Omit<E2BTemplateBuild, 'templateID' | 'buildID'>>();
         const refused = this.refuseBuild(body);
         if (refused) return { status: 400, json: errorBody(400, refused) };
+        build.steps = body;
         record.steps = body;
-        this.builds.push({ ...body, templateID: record.templateID, buildID: record.buildID });
+        this.builds.push({ ...body, templateID: record.templateID, buildID: build.buildID });
+        build.status = 'building';
         record.status = 'building';
         this.later(this.options.templateBuildDelayMs, () => {
-          record.status = 'ready';
+          const fail = this.options.failBuildsMatching?.test(JSON.stringify(body.steps));
+          build.status = fail ? 'error' : 'ready';
+          build.reason = fail ? 'step failed: exit status 1' : null;
+          if (record.buildID === build.buildID) record.status = build.status;
         });
         return { status: 202 };
       }
@@ -352,10 +519,11 @@ export class E2BEmulator extends EmulatorBase {
           status: 200,
           json: {
             templateID: record.templateID,
-            buildID: record.buildID,
-            status: record.status,
+            buildID: build.buildID,
+            status: build.status,
             logs: [],
             logEntries: [],
+            ...(build.reason ? { reason: { message: build.reason } } : {}),
           },
         };
       }

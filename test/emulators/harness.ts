@@ -328,12 +328,20 @@ export interface DaemonHealth {
   env: Record<string, string>;
 }
 
-/** Polls the daemon's health route until it answers (the process needs a moment to listen). */
-export async function waitForHealth(serviceUrl: string, timeoutMs = 10_000): Promise<DaemonHealth> {
+/**
+ * Polls the daemon's health route until it answers (the process needs a moment to listen), with
+ * the provider's access headers (Daytona's preview token) when it needs them.
+ */
+export async function waitForHealth(
+  serviceUrl: string,
+  timeoutMs = 10_000,
+  headers: Record<string, string> = {},
+): Promise<DaemonHealth> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       const response = await fetch(`${serviceUrl}/singulacomp/health`, {
+        headers,
         signal: AbortSignal.timeout(1_000),
       });
       if (response.ok) return (await response.json()) as DaemonHealth;
@@ -345,12 +353,40 @@ export async function waitForHealth(serviceUrl: string, timeoutMs = 10_000): Pro
   }
 }
 
-/** True when something accepts connections at the URL within `timeoutMs`. */
-export async function answers(serviceUrl: string, timeoutMs = 500): Promise<boolean> {
+/**
+ * True when the daemon answers at the URL within `timeoutMs`: a connection that is accepted and
+ * not answered by a provider edge saying nothing listens (502).
+ */
+export async function answers(
+  serviceUrl: string,
+  timeoutMs = 500,
+  headers: Record<string, string> = {},
+): Promise<boolean> {
   try {
-    await fetch(`${serviceUrl}/singulacomp/health`, { signal: AbortSignal.timeout(timeoutMs) });
-    return true;
+    const response = await fetch(`${serviceUrl}/singulacomp/health`, {
+      headers,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await response.body?.cancel();
+    return response.status !== 502;
   } catch {
     return false;
+  }
+}
+
+/** The HTTP status the daemon's health route answers with these headers (0: no connection). */
+export async function healthStatus(
+  serviceUrl: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  try {
+    const response = await fetch(`${serviceUrl}/singulacomp/health`, {
+      headers,
+      signal: AbortSignal.timeout(2_000),
+    });
+    await response.body?.cancel();
+    return response.status;
+  } catch {
+    return 0;
   }
 }

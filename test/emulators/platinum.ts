@@ -59,7 +59,15 @@ export class PlatinumEmulator extends EmulatorBase {
   >();
   private readonly images = new Map<
     string,
-    { name: string; state: string; dockerfile: string; errorReason: null }
+    {
+      name: string;
+      state: string;
+      dockerfile: string;
+      cpu: number;
+      memoryGiB: number;
+      diskGiB: number;
+      errorReason: null;
+    }
   >();
   protected readonly options: Required<PlatinumEmulatorOptions>;
 
@@ -253,12 +261,17 @@ export class PlatinumEmulator extends EmulatorBase {
       entrypoint?: string[];
       idleTimeoutSeconds?: number;
     }>();
+    // docs/providers/platinum.md: 404 for an unknown image, 409 for one that is not ready, and one
+    // sandbox at most 32 vCPU / 64 GiB / 200 GiB (400 beyond).
     if (body.image) {
       const image = this.images.get(body.image);
-      if (image && image.state !== 'ready') {
+      if (!image) return { status: 404, json: errorBody(404, `image ${body.image} not found`) };
+      if (image.state !== 'ready') {
         return { status: 409, json: errorBody(409, `image ${body.image} is ${image.state}`) };
       }
     }
+    const over = overMaximum(body);
+    if (over) return { status: 400, json: errorBody(400, over) };
     const dir = sandboxDir('platinum-sandbox');
     const now = new Date().toISOString();
     const sandbox = {
@@ -288,10 +301,26 @@ export class PlatinumEmulator extends EmulatorBase {
 
   private imageRoute(req: JsonRequest, name: string | undefined): Reply {
     if (!name && req.method === 'POST') {
-      const body = req.json<{ name: string; dockerfile: string }>();
+      const body = req.json<{
+        name: string;
+        dockerfile: string;
+        cpu?: number;
+        memoryGiB?: number;
+        diskGiB?: number;
+      }>();
       if (this.images.has(body.name))
         return { status: 409, json: errorBody(409, `image ${body.name} exists`) };
-      const image = { name: body.name, state: 'building', dockerfile: body.dockerfile, errorReason: null };
+      const over = overMaximum(body);
+      if (over) return { status: 400, json: errorBody(400, over) };
+      const image = {
+        name: body.name,
+        state: 'building',
+        dockerfile: body.dockerfile,
+        cpu: body.cpu ?? 2,
+        memoryGiB: body.memoryGiB ?? 4,
+        diskGiB: body.diskGiB ?? 20,
+        errorReason: null,
+      };
       this.images.set(body.name, image);
       this.later(this.options.imageBuildDelayMs, () => {
         image.state = 'ready';
@@ -302,4 +331,12 @@ export class PlatinumEmulator extends EmulatorBase {
     if (!image) return this.notFound(`image ${name}`);
     return { status: 200, json: { name: image.name, state: image.state, errorReason: image.errorReason } };
   }
+}
+
+/** The documented per-sandbox maximum (docs/providers/platinum.md, "One sandbox: at most …"). */
+function overMaximum(body: { cpu?: number; memoryGiB?: number; diskGiB?: number }): string | null {
+  if ((body.cpu ?? 0) > 32) return `cpu ${body.cpu} exceeds the maximum of 32`;
+  if ((body.memoryGiB ?? 0) > 64) return `memoryGiB ${body.memoryGiB} exceeds the maximum of 64`;
+  if ((body.diskGiB ?? 0) > 200) return `diskGiB ${body.diskGiB} exceeds the maximum of 200`;
+  return null;
 }

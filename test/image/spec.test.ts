@@ -1,10 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import {
-  applyProviderCaps,
-  DAYTONA_CAPS,
-  DEFAULT_HARDWARE_SPEC,
-  resolveHardwareSpec,
-} from '../../image/spec';
+import { applyProviderCaps, DEFAULT_HARDWARE_SPEC, resolveHardwareSpec } from '../../image/spec';
+
+/** Caps of an example provider account (adapters configure their own). */
+const CAPS = { cpu: 16, memoryGiB: 32, diskGiB: 256 };
 
 describe('resolveHardwareSpec', () => {
   test('an empty input gives the defaults 2 vCPU, 4 GiB memory, 20 GiB disk', () => {
@@ -51,8 +49,8 @@ describe('resolveHardwareSpec', () => {
 });
 
 describe('applyProviderCaps', () => {
-  test('Daytona clamps 32 vCPU / 128 GiB / 500 GiB to 16 / 32 / 256 and names itself', () => {
-    const result = applyProviderCaps({ cpu: 32, memoryGiB: 128, diskGiB: 500 }, DAYTONA_CAPS, 'Daytona');
+  test('caps of 16 / 32 / 256 clamp 32 vCPU / 128 GiB / 500 GiB and the warnings name the provider', () => {
+    const result = applyProviderCaps({ cpu: 32, memoryGiB: 128, diskGiB: 500 }, CAPS, 'Daytona');
     expect(result.spec).toEqual({ cpu: 16, memoryGiB: 32, diskGiB: 256 });
     expect(result.warnings).toEqual([
       'cpu: 32 vCPU exceeds the Daytona cap of 16; clamped to 16',
@@ -62,7 +60,7 @@ describe('applyProviderCaps', () => {
   });
 
   test('a spec within the caps is returned unchanged and without warnings', () => {
-    expect(applyProviderCaps({ cpu: 2, memoryGiB: 4, diskGiB: 20 }, DAYTONA_CAPS, 'Daytona')).toEqual({
+    expect(applyProviderCaps({ cpu: 2, memoryGiB: 4, diskGiB: 20 }, CAPS, 'Daytona')).toEqual({
       spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 },
       warnings: [],
     });

@@ -13,6 +13,7 @@ import {
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
+import { DAYTONA_TIER_1 } from '../emulators/daytona';
 import { type EmulatedProvider, type EntryScript, daemonEntry, startDaytona, startE2B } from './fixtures';
 
 const T0 = new Date('2026-03-01T10:00:00.000Z');
@@ -70,7 +71,15 @@ describe('cost of sessions on cloud providers', () => {
 
   beforeAll(async () => {
     entry = daemonEntry(repo.url);
-    daytona = await startDaytona({ entryCommand: entry.command });
+    // An account whose per-sandbox disk was raised to 20 GiB (Daytona's default maximum is 10), so
+    // the default spec runs unclamped and costs the reference rate of R-SBX-5.
+    daytona = await startDaytona({
+      entryCommand: entry.command,
+      daytona: {
+        tier: { ...DAYTONA_TIER_1, maxDiskPerSandboxGiB: 20, totalDiskGiB: 60 },
+        caps: { diskGiB: 20 },
+      },
+    });
     e2b = await startE2B({ entryCommand: entry.command });
     t = await startTestApp({ providers: [daytona.provider, e2b.provider] });
   }, 60_000);

@@ -14,8 +14,8 @@ import { DaytonaProvider } from '../../resolvers/providers/daytona';
 import { E2BProvider } from '../../resolvers/providers/e2b';
 import type { RetryOptions } from '../../resolvers/providers/errors';
 import { PlatinumProvider } from '../../resolvers/providers/platinum';
-import type { ProviderName, SandboxProvider } from '../../resolvers/providers/types';
-import { DaytonaEmulator } from '../emulators/daytona';
+import type { HardwareSpec, ProviderName, SandboxProvider } from '../../resolvers/providers/types';
+import { DaytonaEmulator, type DaytonaTier } from '../emulators/daytona';
 import { E2BEmulator } from '../emulators/e2b';
 import type { Fault, FaultOptions, RequestRecord } from '../emulators/harness';
 import { PlatinumEmulator } from '../emulators/platinum';
@@ -78,18 +78,27 @@ export interface EmulatorOptions {
   /** Time an image build takes in the emulator. @default 30 */
   buildDelayMs?: number;
   retry?: RetryOptions;
+  /** Daytona: the emulated organization's limits and the adapter's configured caps. */
+  daytona?: { tier?: DaytonaTier; caps?: Partial<HardwareSpec> };
 }
 
-export async function startDaytona(options: EmulatorOptions): Promise<EmulatedProvider> {
-  const emulator = await DaytonaEmulator.start({ snapshotBuildDelayMs: options.buildDelayMs ?? 30 });
+export async function startDaytona(
+  options: EmulatorOptions,
+): Promise<EmulatedProvider & { emulator: DaytonaEmulator }> {
+  const emulator = await DaytonaEmulator.start({
+    snapshotBuildDelayMs: options.buildDelayMs ?? 30,
+    ...(options.daytona?.tier ? { tier: options.daytona.tier } : {}),
+  });
   const provider = new DaytonaProvider({
     apiKey: emulator.apiKey,
     apiUrl: emulator.apiUrl,
     entryCommand: options.entryCommand,
+    ...(options.daytona?.caps ? { caps: options.daytona.caps } : {}),
     retry: options.retry ?? TEST_RETRY,
   });
   return {
     name: 'DAYTONA',
+    emulator,
     provider,
     list: () => emulator.list().map((s) => s.id),
     nativeState: (id) => {

@@ -2,6 +2,7 @@
 // the provider emulator → an emulated sandbox running the real daemon; then stop, faults and cost.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { decrypt } from '../../resolvers/auth/crypto';
+import { storedServiceHeaders } from '../../resolvers/providers/service-access';
 import {
   CreateSessionDocument,
   ProviderCreateProjectDocument,
@@ -81,13 +82,22 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       expect(running.status).toBe('RUNNING');
       expect(running.provisioningPhase).toBeNull();
       const sandbox = running.sandbox;
-      expect(sandbox).toMatchObject({ status: 'STARTED', provider: name, cpu: 2, memoryGiB: 4, diskGiB: 20 });
+      // Daytona's documented default maximum disk is 10 GiB: the platform default of 20 is clamped.
+      expect(sandbox).toMatchObject({
+        status: 'STARTED',
+        provider: name,
+        cpu: 2,
+        memoryGiB: 4,
+        diskGiB: name === 'DAYTONA' ? 10 : 20,
+      });
       const providerSandboxId = sandbox?.providerSandboxId as string;
       expect(emulated.list()).toEqual([providerSandboxId]);
       expect(emulated.nativeState(providerSandboxId)).toBe(NATIVE_RUNNING[name]);
       // The default image was built through the provider once, and the sandbox boots from it (E2B:
       // a template whose runtime layer installs the runtime with RUN steps, single-stage).
-      expect(sandbox?.warnings).toEqual([]);
+      expect(sandbox?.warnings).toEqual(
+        name === 'DAYTONA' ? ['diskGiB: 20 GiB exceeds the DAYTONA cap of 10; clamped to 10'] : [],
+      );
       expect(sandbox?.snapshot).toMatchObject({ status: 'ACTIVE', provider: name });
       expect(emulated.builds()).toBe(1);
 
@@ -97,11 +107,17 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         where: { sessionId: created.sessionId },
       });
       expect(stored.serviceUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      // Through the provider's edge with the access headers stored for it (Daytona's preview token).
+      const headers = storedServiceHeaders(t.app.services.keys.encryption, stored);
+      expect(Object.keys(headers)).toEqual(name === 'DAYTONA' ? ['x-daytona-preview-token'] : []);
       const health = await waitFor(async () => {
         try {
           const response = await fetch(`${stored.serviceUrl}/singulacomp/health`, {
+            headers,
             signal: AbortSignal.timeout(2_000),
           });
+          // Until the daemon listens, Daytona's edge itself answers 502.
+          if (response.status === 502) return null;
           return (await response.json()) as { sessionId: string; runtime: { state: string } };
         } catch {
           return null;

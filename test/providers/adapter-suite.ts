@@ -1,18 +1,24 @@
 // Set-up and the tests every cloud adapter shares, run by test/providers/{daytona,e2b,platinum}.test.ts
 // against each provider's emulator: one emulator and adapter per file, a stand-in daemon as the
-// entry command, faults cleared and sandboxes destroyed after each test.
+// entry command, faults cleared and sandboxes destroyed after each test. `conformance()` is the
+// provider conformance suite (lifecycle, keep-alive, limits, failures): a new provider is added by
+// writing its emulator and passing it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HARDWARE_LIMITS } from '../../image/spec';
 import {
   ProviderAuthError,
+  ProviderError,
+  ProviderNotFoundError,
   ProviderUnavailableError,
   type RetryOptions,
 } from '../../resolvers/providers/errors';
-import type { CreateSandboxRequest, SandboxProvider } from '../../resolvers/providers/types';
+import { fitSpecToProvider } from '../../resolvers/providers/limits';
+import type { CreateSandboxRequest, HardwareSpec, SandboxProvider } from '../../resolvers/providers/types';
 import type { EmulatorBase } from '../emulators/base';
-import { fakeDaemonCommand } from '../emulators/harness';
+import { fakeDaemonCommand, healthStatus, waitForHealth } from '../emulators/harness';
 import { sandboxRequest } from '../emulators/request';
 
 /** Quick retries so outage tests finish fast; no jitter so attempt counts are exact. */
@@ -146,5 +152,168 @@ export function itAnswersPreviewHost(suite: AnySuite, name: string, domain: stri
     expect(await suite.provider.previewHost(providerSandboxId, 3000)).toBe(
       `3000-${providerSandboxId}.${domain}`,
     );
+  });
+}
+
+/** What the conformance suite needs to know about one provider and its emulator. */
+export interface ConformanceProfile<E extends EmulatorBase> {
+  keepAlive: { path: (providerSandboxId: string) => string; okStatus: number };
+  create: { counted: string | RegExp; faulted: RegExp };
+  apiKey: { envVar: string; wrong: string };
+  previewDomain: string;
+  /** Our state right after stop() (Daytona/Platinum STOPPED, E2B HIBERNATED). */
+  stoppedState: 'STOPPED' | 'HIBERNATED';
+  /** Whether the service URL needs access headers the provider renews on every start. */
+  rotatesServiceHeaders: boolean;
+  /** The largest spec the emulated account accepts for one sandbox. */
+  accountMax: HardwareSpec;
+  /** Resources the emulator recorded for a built snapshot/template. */
+  snapshotResources(emulator: E, ref: string): { cpu: number; memoryGiB: number } | undefined;
+  /** A snapshot/template reference the provider does not know. */
+  unknownSnapshotRef: string;
+  /**
+   * Holds a sandbox mid-transition: the provider answers "busy" to the first `operation` request,
+   * then the transition completes on its own.
+   */
+  transition?: {
+    operation: 'destroy' | 'stop' | 'start';
+    /** Path of the request refused while busy. */
+    path: (providerSandboxId: string) => RegExp;
+    method: string;
+    hold(emulator: E, providerSandboxId: string): void;
+  };
+}
+
+const SELF_CONTAINED_DOCKERFILE = 'FROM ubuntu:24.04\nRUN echo conformance\n';
+
+/** The provider conformance suite: every adapter + emulator pair passes it. */
+export function conformance<E extends EmulatorBase & { list(): unknown[] }>(
+  suite: AdapterSuite<E, Adapter, { apiKey: string }>,
+  profile: ConformanceProfile<E>,
+): void {
+  describe('conformance: lifecycle', () => {
+    it('serves the daemon at serviceUrl with serviceHeaders, survives stop and start, and is gone after destroy', async () => {
+      const provider = suite.provider;
+      const req = suite.request();
+      const created = await provider.create(req);
+      expect(created.state).toBe('STARTED');
+      const url = created.serviceUrl as string;
+      const headers = created.serviceHeaders ?? {};
+      expect((await waitForHealth(url, 10_000, headers)).sessionId).toBe(req.sessionId);
+      if (profile.rotatesServiceHeaders) {
+        expect(Object.keys(headers).length).toBeGreaterThan(0);
+        expect(await healthStatus(url)).toBe(401);
+      }
+
+      const stopped = await provider.stop(created.providerSandboxId);
+      expect(stopped.state).toBe(profile.stoppedState);
+      expect(await provider.status(created.providerSandboxId)).toBe(profile.stoppedState);
+
+      const restarted = await provider.start(created.providerSandboxId);
+      expect(restarted.state).toBe('STARTED');
+      const fresh = restarted.serviceHeaders ?? {};
+      expect((await waitForHealth(restarted.serviceUrl as string, 10_000, fresh)).sessionId).toBe(
+        req.sessionId,
+      );
+      if (profile.rotatesServiceHeaders) {
+        expect(fresh).not.toEqual(headers);
+        expect(await healthStatus(restarted.serviceUrl as string, headers)).toBe(401);
+      }
+
+      await provider.destroy(created.providerSandboxId);
+      expect(await provider.status(created.providerSandboxId)).toBe('DESTROYED');
+      await provider.destroy(created.providerSandboxId);
+      expect(suite.emulator.list()).toEqual([]);
+    });
+
+    it('stops a sandbox that is already stopped without an error', async () => {
+      const { providerSandboxId } = await suite.provider.create(suite.request());
+      await suite.provider.stop(providerSandboxId);
+      const again = await suite.provider.stop(providerSandboxId);
+      expect(again.state).toBe(profile.stoppedState);
+      expect(await suite.provider.status(providerSandboxId)).toBe(profile.stoppedState);
+    });
+
+    itAnswersPreviewHost(suite, 'answers the preview host of a port', profile.previewDomain);
+  });
+
+  describe('conformance: keep-alive', () => {
+    it('touches the provider’s inactivity timer on keepAlive', async () => {
+      const { providerSandboxId } = await suite.provider.create(suite.request());
+      const path = profile.keepAlive.path(providerSandboxId);
+      const before = suite.emulator.requestsTo('POST', path).length;
+      await suite.provider.keepAlive(providerSandboxId);
+      const calls = suite.emulator.requestsTo('POST', path);
+      expect(calls).toHaveLength(before + 1);
+      expect(calls.at(-1)?.status).toBe(profile.keepAlive.okStatus);
+    });
+
+    it('reports keepAlive of a destroyed sandbox as ProviderNotFoundError', async () => {
+      const { providerSandboxId } = await suite.provider.create(suite.request());
+      await suite.provider.destroy(providerSandboxId);
+      await expect(suite.provider.keepAlive(providerSandboxId)).rejects.toBeInstanceOf(ProviderNotFoundError);
+    });
+
+    itRetriesRateLimit(suite, profile.keepAlive);
+  });
+
+  describe('conformance: limits', () => {
+    it('fits the platform’s largest spec to what the account accepts, with a warning per change, and the provider builds and boots it', async () => {
+      const largest = {
+        cpu: HARDWARE_LIMITS.cpu.max,
+        memoryGiB: HARDWARE_LIMITS.memoryGiB.max,
+        diskGiB: HARDWARE_LIMITS.diskGiB.max,
+      };
+      const { spec, warnings } = fitSpecToProvider(suite.provider, largest);
+      expect(spec.cpu).toBeLessThanOrEqual(profile.accountMax.cpu);
+      expect(spec.memoryGiB).toBeLessThanOrEqual(profile.accountMax.memoryGiB);
+      expect(spec.diskGiB).toBeLessThanOrEqual(profile.accountMax.diskGiB);
+      const changed = (['cpu', 'memoryGiB', 'diskGiB'] as const).filter((k) => spec[k] !== largest[k]);
+      expect(warnings).toHaveLength(changed.length);
+      const buildSnapshot = suite.provider.buildSnapshot?.bind(suite.provider);
+      if (!buildSnapshot) return;
+      const ref = await buildSnapshot({
+        key: `limits-${Date.now().toString(36)}`,
+        dockerfile: SELF_CONTAINED_DOCKERFILE,
+        spec: largest,
+      });
+      expect(profile.snapshotResources(suite.emulator, ref)).toEqual({
+        cpu: spec.cpu,
+        memoryGiB: spec.memoryGiB,
+      });
+      const created = await suite.provider.create({ ...suite.request(), spec, snapshotRef: ref });
+      expect(created.state).toBe('STARTED');
+    });
+  });
+
+  describe('conformance: failures', () => {
+    it('fails a create from an unknown snapshot with a typed provider error and leaves nothing behind', async () => {
+      const error = await suite.provider
+        .create({ ...suite.request(), snapshotRef: profile.unknownSnapshotRef })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(suite.emulator.list()).toEqual([]);
+    });
+
+    itCreatesNothingWhileCreateIsDown(suite, profile.create);
+    itReportsRejectedKey(suite, profile.apiKey);
+
+    const transition = profile.transition;
+    if (transition) {
+      it(`retries ${transition.operation} while the sandbox changes state, until the provider accepts it`, async () => {
+        const { providerSandboxId } = await suite.provider.create(suite.request());
+        const path = transition.path(providerSandboxId);
+        const before = suite.emulator.requestsTo(transition.method, path).length;
+        transition.hold(suite.emulator, providerSandboxId);
+        await suite.provider[transition.operation](providerSandboxId);
+        const statuses = suite.emulator
+          .requestsTo(transition.method, path)
+          .slice(before)
+          .map((r) => r.status);
+        expect(statuses).toHaveLength(2);
+        expect([400, 409]).toContain(statuses[0]);
+        expect(statuses[1]).toBeLessThan(300);
+      });
+    }
   });
 }

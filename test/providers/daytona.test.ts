@@ -1,31 +1,34 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  DAYTONA_CAPS,
+  DAYTONA_DEFAULT_CAPS,
+  DAYTONA_SNAPSHOT_STATE_MAP,
   DAYTONA_STATE_MAP,
   DaytonaProvider,
   LABEL_SANDBOX_ID,
+  mapDaytonaSnapshotState,
   mapDaytonaState,
 } from '../../resolvers/providers/daytona';
-import { ProviderUnavailableError } from '../../resolvers/providers/errors';
-import { DaytonaEmulator } from '../emulators/daytona';
-import { answers, waitForHealth } from '../emulators/harness';
 import {
-  adapterSuite,
-  itAnswersPreviewHost,
-  itCreatesNothingWhileCreateIsDown,
-  itReportsRejectedKey,
-  itRetriesRateLimit,
-  TEST_RETRY,
-} from './adapter-suite';
+  ProviderBuildError,
+  ProviderEntryFailedError,
+  ProviderQuotaError,
+  ProviderSnapshotUnusableError,
+  ProviderUnavailableError,
+} from '../../resolvers/providers/errors';
+import { fitSpecToProvider } from '../../resolvers/providers/limits';
+import { DAYTONA_TIER_1, DaytonaEmulator, SNAPSHOT_INACTIVE_AFTER_MS } from '../emulators/daytona';
+import { answers, waitForHealth } from '../emulators/harness';
+import { adapterSuite, conformance, TEST_RETRY } from './adapter-suite';
 
 const suite = adapterSuite({
   name: 'daytona',
-  start: () => DaytonaEmulator.start(),
+  start: () => DaytonaEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/ }),
   make: (emulator, entryCommand, overrides: Partial<ConstructorParameters<typeof DaytonaProvider>[0]>) =>
     new DaytonaProvider({
       apiKey: emulator.apiKey,
       apiUrl: emulator.apiUrl,
       entryCommand,
+      pollIntervalMs: 20,
       retry: TEST_RETRY,
       ...overrides,
     }),
@@ -39,11 +42,40 @@ beforeAll(() => {
   ({ emulator, provider } = suite);
 });
 
-describe('the Daytona adapter against the Daytona emulator', () => {
-  it('creates a started sandbox whose entry process serves the health route, then stops and destroys it', async () => {
+let keys = 0;
+/** A content key no other test in this file uses (the emulator keeps snapshots across tests). */
+const freshKey = (label: string) => `${label}-${++keys}-${Date.now().toString(36)}`;
+const DOCKERFILE = 'FROM ubuntu:24.04\nRUN echo ready\n';
+
+describe('the Daytona adapter against the strict Daytona emulator', () => {
+  conformance(suite, {
+    keepAlive: { path: (id) => `/api/sandbox/${id}/last-activity`, okStatus: 201 },
+    create: { counted: /^\/api\/sandbox$/, faulted: /^\/api\/sandbox$/ },
+    apiKey: { envVar: 'DAYTONA_API_KEY', wrong: 'wrong' },
+    previewDomain: 'proxy.daytona.emulated',
+    stoppedState: 'STOPPED',
+    rotatesServiceHeaders: true,
+    accountMax: {
+      cpu: DAYTONA_TIER_1.maxCpuPerSandbox,
+      memoryGiB: DAYTONA_TIER_1.maxMemoryPerSandboxGiB,
+      diskGiB: DAYTONA_TIER_1.maxDiskPerSandboxGiB,
+    },
+    snapshotResources: (e, ref) => {
+      const snapshot = e.snapshots().find((s) => s.name === ref);
+      return snapshot && { cpu: snapshot.cpu, memoryGiB: snapshot.memory };
+    },
+    unknownSnapshotRef: 'singulacomp-never-built',
+    transition: {
+      operation: 'destroy',
+      path: (id) => new RegExp(`^/api/sandbox/${id}$`),
+      method: 'DELETE',
+      hold: (e, id) => e.holdTransition(id, 'stopping', 'stopped'),
+    },
+  });
+
+  it('creates a labelled, named sandbox whose entry runs in a toolbox session, reached through the preview proxy', async () => {
     const req = request();
     const created = await provider.create(req);
-    expect(created.state).toBe('STARTED');
     const native = emulator.get(created.providerSandboxId);
     expect(native?.state).toBe('started');
     expect(native?.labels).toMatchObject({
@@ -54,42 +86,103 @@ describe('the Daytona adapter against the Daytona emulator', () => {
     });
     expect(native?.name).toBe(`singulacomp-${req.sandboxId}`);
     expect(native?.env).toEqual(req.env);
-    expect(created.serviceUrl).toBe(`http://127.0.0.1:${native?.servicePort}`);
-    expect(created.serviceHeaders).toEqual({
-      'x-daytona-preview-token': `preview-${created.providerSandboxId}`,
-    });
+    expect(created.serviceUrl).toBe(`http://127.0.0.1:${native?.previewPort}`);
+    expect(created.serviceHeaders).toEqual({ 'x-daytona-preview-token': native?.previewToken });
 
-    const health = await waitForHealth(created.serviceUrl as string);
+    const health = await waitForHealth(created.serviceUrl as string, 10_000, created.serviceHeaders);
     expect(health.sessionId).toBe(req.sessionId);
     expect(health.env.SINGULACOMP_TOKEN).toBe('sandbox-jwt');
     expect(Object.values(health.env)).not.toContain(emulator.apiKey);
-    expect(emulator.requestsTo('POST', /\/process\/session\/singulacomp-entry\/exec$/)).toHaveLength(1);
+    expect(
+      emulator.requestsTo(
+        'POST',
+        `/toolbox/${created.providerSandboxId}/process/session/singulacomp-entry/exec`,
+      ),
+    ).toHaveLength(1);
 
-    const stopped = await provider.stop(created.providerSandboxId);
-    expect(stopped.state).toBe('STOPPED');
+    await provider.stop(created.providerSandboxId);
     expect(emulator.get(created.providerSandboxId)?.state).toBe('stopped');
-    expect(await answers(created.serviceUrl as string)).toBe(false);
-    expect(await provider.status(created.providerSandboxId)).toBe('STOPPED');
+    expect(await answers(created.serviceUrl as string, 500, created.serviceHeaders)).toBe(false);
+  });
 
+  it('renews the preview token on every start: the old one is refused by the proxy, the new one works', async () => {
+    const created = await provider.create(request());
+    const first = created.serviceHeaders?.['x-daytona-preview-token'];
+    await provider.stop(created.providerSandboxId);
     const restarted = await provider.start(created.providerSandboxId);
-    expect(restarted.state).toBe('STARTED');
-    expect((await waitForHealth(restarted.serviceUrl as string)).sessionId).toBe(req.sessionId);
-
-    await provider.destroy(created.providerSandboxId);
-    expect(emulator.list()).toEqual([]);
-    expect(await provider.status(created.providerSandboxId)).toBe('DESTROYED');
-  });
-
-  it('touches last-activity on keepAlive', async () => {
-    const { providerSandboxId } = await provider.create(request());
-    const before = emulator.requestsTo('POST', `/api/sandbox/${providerSandboxId}/last-activity`).length;
-    await provider.keepAlive(providerSandboxId);
-    expect(emulator.requestsTo('POST', `/api/sandbox/${providerSandboxId}/last-activity`)).toHaveLength(
-      before + 1,
+    const second = restarted.serviceHeaders?.['x-daytona-preview-token'];
+    expect(second).toBe(emulator.get(created.providerSandboxId)?.previewToken);
+    expect(second).not.toBe(first);
+    expect((await waitForHealth(restarted.serviceUrl as string, 10_000, restarted.serviceHeaders)).ok).toBe(
+      true,
     );
+    const stale = await fetch(`${restarted.serviceUrl}/singulacomp/health`, {
+      headers: { 'x-daytona-preview-token': first as string },
+    });
+    expect(stale.status).toBe(401);
   });
 
-  itRetriesRateLimit(suite, { path: (id) => `/api/sandbox/${id}/last-activity`, okStatus: 201 });
+  it('reuses the entry session a retried launch finds taken (toolbox 409) instead of discarding the sandbox', async () => {
+    // The first exec fails after the session was created; the retry's createSession answers 409.
+    emulator.inject(
+      { kind: 'server-error', status: 502 },
+      { path: /\/process\/session\/singulacomp-entry\/exec$/ },
+    );
+    const before = emulator.requestsTo('POST', /\/process\/session$/).length;
+    const created = await provider.create(request());
+    expect(created.state).toBe('STARTED');
+    expect(
+      emulator
+        .requestsTo('POST', /\/process\/session$/)
+        .slice(before)
+        .map((r) => r.status),
+    ).toEqual([201, 409]);
+    expect(emulator.get(created.providerSandboxId)?.state).toBe('started');
+    expect(emulator.get(created.providerSandboxId)?.processes.filter((p) => p.running)).toHaveLength(1);
+    expect((await waitForHealth(created.serviceUrl as string, 10_000, created.serviceHeaders)).ok).toBe(true);
+  });
+
+  it('fails create with ProviderEntryFailedError when the entry exits at launch (missing binary), leaving nothing', async () => {
+    const missing = makeProvider({ entryCommand: '/nonexistent/singulacomp-entrypoint' });
+    try {
+      const error = await missing.create(request()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderEntryFailedError);
+      expect((error as Error).message).toContain('exited with 127');
+      expect(emulator.list()).toEqual([]);
+    } finally {
+      await missing.close();
+    }
+  });
+
+  it('boots without a snapshot on the account default (1 vCPU / 1 GiB / 3 GiB), or from defaultImage with the fitted spec', async () => {
+    const plain = await provider.create(request());
+    expect(emulator.get(plain.providerSandboxId)).toMatchObject({ cpu: 1, memory: 1, disk: 3 });
+    const imaged = makeProvider({ defaultImage: 'ubuntu:24.04' });
+    try {
+      const created = await imaged.create({ ...request(), spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 } });
+      expect(emulator.get(created.providerSandboxId)).toMatchObject({
+        cpu: 2,
+        memory: 4,
+        disk: 10,
+        snapshot: null,
+      });
+    } finally {
+      await imaged.close();
+    }
+  });
+
+  it('retries a request that times out and succeeds', async () => {
+    const timeoutProvider = makeProvider({ requestTimeoutMs: 300 });
+    try {
+      const { providerSandboxId } = await timeoutProvider.create(request());
+      const path = `/api/sandbox/${providerSandboxId}/last-activity`;
+      emulator.inject({ kind: 'slow', delayMs: 1_000 }, { path });
+      await timeoutProvider.keepAlive(providerSandboxId);
+      expect(emulator.requestsTo('POST', path).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await timeoutProvider.close();
+    }
+  });
 
   it('gives up on a sustained 5xx outage with ProviderUnavailableError and deletes the half-created sandbox', async () => {
     const sessionsBefore = emulator.requestsTo('POST', /\/process\/session$/).length;
@@ -106,58 +199,174 @@ describe('the Daytona adapter against the Daytona emulator', () => {
     expect(emulator.requestsTo('DELETE', /^\/api\/sandbox\//)).toHaveLength(deletesBefore + 1);
   });
 
-  itCreatesNothingWhileCreateIsDown(suite, { counted: /^\/api\/sandbox$/, faulted: /^\/api\/sandbox$/ });
-
-  it('retries a request that times out and succeeds', async () => {
-    const timeoutProvider = makeProvider({ requestTimeoutMs: 300 });
-    try {
-      const { providerSandboxId } = await timeoutProvider.create(request());
-      const path = `/api/sandbox/${providerSandboxId}/last-activity`;
-      emulator.inject({ kind: 'slow', delayMs: 1_000 }, { path });
-      await timeoutProvider.keepAlive(providerSandboxId);
-      expect(emulator.requestsTo('POST', path).length).toBeGreaterThanOrEqual(2);
-    } finally {
-      await timeoutProvider.close();
-    }
-  });
-
-  itReportsRejectedKey(suite, { envVar: 'DAYTONA_API_KEY', wrong: 'wrong' });
-
-  it('maps every Daytona state through status()', async () => {
+  it('maps every Daytona sandbox and snapshot state', async () => {
     const { providerSandboxId } = await provider.create(request());
     for (const [native, ours] of Object.entries(DAYTONA_STATE_MAP)) {
       emulator.setState(providerSandboxId, native);
       expect(await provider.status(providerSandboxId), native).toBe(ours);
     }
+    emulator.setState(providerSandboxId, 'started');
     expect(mapDaytonaState('something-new')).toBe('ERROR');
     expect(mapDaytonaState(undefined)).toBe('ERROR');
+    expect(Object.keys(DAYTONA_SNAPSHOT_STATE_MAP).sort()).toEqual(
+      [
+        'active',
+        'build_failed',
+        'building',
+        'error',
+        'inactive',
+        'pending',
+        'pulling',
+        'removing',
+        'snapshotting',
+      ].sort(),
+    );
+    expect(mapDaytonaSnapshotState('inactive')).toBe('INACTIVE');
+    expect(mapDaytonaSnapshotState('build_failed')).toBe('FAILED');
+    expect(mapDaytonaSnapshotState('something-new')).toBe('FAILED');
   });
 
-  itAnswersPreviewHost(
-    suite,
-    'answers a preview host per port from the preview-url endpoint',
-    'proxy.daytona.emulated',
-  );
+  describe('snapshots', () => {
+    it('builds a snapshot from a Dockerfile string with the spec fitted to the caps, and reuses it by name', async () => {
+      const key = freshKey('build');
+      const ref = await provider.buildSnapshot({
+        key,
+        dockerfile: DOCKERFILE,
+        spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 },
+      });
+      expect(ref).toBe(`singulacomp-${key}`);
+      const snapshot = emulator.snapshots().find((s) => s.name === ref);
+      expect(snapshot).toMatchObject({ state: 'active', cpu: 2, memory: 4, disk: 10 });
+      expect(snapshot?.dockerfile).toContain('RUN echo ready');
+      const created = emulator.requestsTo('POST', /^\/api\/snapshots$/).length;
+      expect(await provider.buildSnapshot({ key, dockerfile: 'x', spec: DAYTONA_DEFAULT_CAPS })).toBe(ref);
+      expect(emulator.requestsTo('POST', /^\/api\/snapshots$/)).toHaveLength(created);
 
-  it('builds a snapshot from a Dockerfile string and reuses it by name', async () => {
-    const ref = await provider.buildSnapshot({
-      key: 'abc123',
-      dockerfile: 'FROM ubuntu:24.04\nRUN echo ready\n',
-      spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 },
+      const sandbox = await provider.create({ ...request(), snapshotRef: ref });
+      expect(emulator.get(sandbox.providerSandboxId)).toMatchObject({
+        snapshot: ref,
+        cpu: 2,
+        memory: 4,
+        disk: 10,
+      });
     });
-    expect(ref).toBe('singulacomp-abc123');
-    const [snapshot] = emulator.snapshots();
-    expect(snapshot).toMatchObject({ name: ref, state: 'active', cpu: 2, memory: 4, disk: 20 });
-    expect(snapshot?.dockerfile).toContain('RUN echo ready');
-    const created = emulator.requestsTo('POST', '/api/snapshots').length;
-    expect(await provider.buildSnapshot({ key: 'abc123', dockerfile: 'x', spec: DAYTONA_CAPS })).toBe(ref);
-    expect(emulator.requestsTo('POST', '/api/snapshots')).toHaveLength(created);
 
-    const sandbox = await provider.create({ ...request(), snapshotRef: ref });
-    expect(emulator.get(sandbox.providerSandboxId)?.snapshot).toBe(ref);
+    it('activates a snapshot left unused for 14 days before creating from it', async () => {
+      const ref = await provider.buildSnapshot({
+        key: freshKey('idle'),
+        dockerfile: DOCKERFILE,
+        spec: DAYTONA_DEFAULT_CAPS,
+      });
+      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + 60_000);
+      const snapshot = emulator.snapshots().find((s) => s.name === ref);
+      expect(snapshot?.state).toBe('inactive');
+      const created = await provider.create({ ...request(), snapshotRef: ref });
+      expect(created.state).toBe('STARTED');
+      expect(
+        emulator.requestsTo('POST', `/api/snapshots/${snapshot?.id}/activate`).map((r) => r.status),
+      ).toEqual([200]);
+      expect(emulator.snapshots().find((s) => s.name === ref)?.state).toBe('active');
+    });
+
+    it('reactivates an inactive snapshot on a rebuild instead of re-creating its name (409)', async () => {
+      const key = freshKey('reactivate');
+      const ref = await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS });
+      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + 60_000);
+      const creates = emulator.requestsTo('POST', /^\/api\/snapshots$/).length;
+      expect(await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS })).toBe(
+        ref,
+      );
+      expect(emulator.requestsTo('POST', /^\/api\/snapshots$/)).toHaveLength(creates);
+      expect(emulator.requestsTo('POST', /^\/api\/snapshots\/[^/]+\/activate$/).at(-1)?.status).toBe(200);
+      expect(emulator.snapshots().find((s) => s.name === ref)?.state).toBe('active');
+    });
+
+    it('replaces a failed snapshot under the next generation’s name, since Daytona keeps the failed name forever', async () => {
+      const key = freshKey('failed');
+      const ref = await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS });
+      emulator.setSnapshotState(ref, 'error');
+      const created = await provider.create({ ...request(), snapshotRef: ref }).catch((e: unknown) => e);
+      expect(created).toBeInstanceOf(ProviderSnapshotUnusableError);
+      expect((created as ProviderSnapshotUnusableError).state).toBe('error');
+      expect(emulator.list()).toEqual([]);
+
+      const rebuilt = await provider.buildSnapshot({
+        key,
+        dockerfile: DOCKERFILE,
+        spec: DAYTONA_DEFAULT_CAPS,
+      });
+      expect(rebuilt).toBe(`${ref}-r2`);
+      expect(
+        emulator
+          .snapshots()
+          .filter((s) => s.name.startsWith(ref))
+          .map((s) => [s.name, s.state]),
+      ).toEqual([
+        [ref, 'error'],
+        [`${ref}-r2`, 'active'],
+      ]);
+      expect(emulator.requestsTo('POST', /^\/api\/snapshots$/).filter((r) => r.status === 409)).toEqual([]);
+    });
+
+    it('reports a Dockerfile that fails to build as ProviderBuildError', async () => {
+      const key = freshKey('broken');
+      const error = await provider
+        .buildSnapshot({
+          key,
+          dockerfile: 'FROM ubuntu:24.04\nRUN FAIL_THIS_BUILD\n',
+          spec: DAYTONA_DEFAULT_CAPS,
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderBuildError);
+      expect(emulator.snapshots().find((s) => s.name === `singulacomp-${key}`)?.state).toBe('build_failed');
+    });
   });
 
-  it('declares Daytona’s caps of 16 vCPU, 32 GiB and 256 GiB', () => {
-    expect(provider.caps).toEqual({ cpu: 16, memoryGiB: 32, diskGiB: 256 });
+  describe('resource limits', () => {
+    it('caps a sandbox at Daytona’s documented default of 4 vCPU / 8 GiB / 10 GiB unless configured', async () => {
+      expect(provider.caps).toEqual({ cpu: 4, memoryGiB: 8, diskGiB: 10 });
+      const raised = makeProvider({ caps: { cpu: 8, diskGiB: 50 } });
+      try {
+        expect(raised.caps).toEqual({ cpu: 8, memoryGiB: 8, diskGiB: 50 });
+      } finally {
+        await raised.close();
+      }
+      // The platform default of 20 GiB disk would be refused by a default account: clamped, with a warning.
+      expect(fitSpecToProvider(provider, { cpu: 2, memoryGiB: 4, diskGiB: 20 })).toEqual({
+        spec: { cpu: 2, memoryGiB: 4, diskGiB: 10 },
+        warnings: ['diskGiB: 20 GiB exceeds the DAYTONA cap of 10; clamped to 10'],
+      });
+    });
+
+    it('reports a spec above the account’s per-sandbox maximum as ProviderQuotaError, not as a bad key', async () => {
+      const overconfigured = makeProvider({ caps: { cpu: 16 } });
+      try {
+        const error = await overconfigured
+          .buildSnapshot({
+            key: freshKey('big'),
+            dockerfile: DOCKERFILE,
+            spec: { cpu: 8, memoryGiB: 4, diskGiB: 10 },
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ProviderQuotaError);
+        expect((error as Error).message).toContain('CPU request 8 exceeds maximum allowed per sandbox (4)');
+      } finally {
+        await overconfigured.close();
+      }
+    });
+
+    it('reports the account’s total CPU limit as ProviderQuotaError and leaves the sandboxes that fit', async () => {
+      const ref = await provider.buildSnapshot({
+        key: freshKey('totals'),
+        dockerfile: DOCKERFILE,
+        spec: { cpu: 4, memoryGiB: 4, diskGiB: 10 },
+      });
+      await provider.create({ ...request(), snapshotRef: ref });
+      await provider.create({ ...request(), snapshotRef: ref });
+      const error = await provider.create({ ...request(), snapshotRef: ref }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderQuotaError);
+      expect((error as Error).message).toContain('Total CPU limit exceeded. Maximum allowed: 10');
+      expect(emulator.list()).toHaveLength(2);
+    });
   });
 });

@@ -1,26 +1,31 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Template } from 'e2b';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  E2B_CAPS,
   E2B_STATE_MAP,
   E2BProvider,
   type E2BProviderOptions,
+  fitE2BCpu,
   METADATA_SANDBOX_ID,
   mapE2BState,
 } from '../../resolvers/providers/e2b';
-import { ProviderUnavailableError } from '../../resolvers/providers/errors';
-import { E2BEmulator } from '../emulators/e2b';
-import { answers, waitForHealth } from '../emulators/harness';
 import {
-  adapterSuite,
-  itAnswersPreviewHost,
-  itCreatesNothingWhileCreateIsDown,
-  itReportsRejectedKey,
-  itRetriesRateLimit,
-  TEST_RETRY,
-} from './adapter-suite';
+  ProviderAccessError,
+  ProviderBuildError,
+  ProviderLifetimeExceededError,
+  ProviderNotRunningError,
+  ProviderUnavailableError,
+} from '../../resolvers/providers/errors';
+import { fitSpecToProvider } from '../../resolvers/providers/limits';
+import { E2B_PLANS, E2BEmulator } from '../emulators/e2b';
+import { answers, fakeDaemonCommand, waitForHealth } from '../emulators/harness';
+import { sandboxRequest } from '../emulators/request';
+import { adapterSuite, conformance, TEST_RETRY } from './adapter-suite';
 
 const suite = adapterSuite({
   name: 'e2b',
-  start: () => E2BEmulator.start(),
+  start: () =>
+    E2BEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/, foreignTemplates: ['singulacomp-foreign'] }),
   make: (emulator, entryCommand, overrides: Partial<E2BProviderOptions>) =>
     new E2BProvider({
       apiKey: emulator.apiKey,
@@ -29,6 +34,7 @@ const suite = adapterSuite({
       domain: emulator.domain,
       hostToUrl: emulator.resolveHost,
       entryCommand,
+      pollIntervalMs: 20,
       retry: TEST_RETRY,
       ...overrides,
     }),
@@ -41,11 +47,39 @@ beforeAll(() => {
   ({ emulator, provider } = suite);
 });
 
-describe('the E2B adapter against the E2B emulator', () => {
-  it('creates a running sandbox whose background entry serves health, pauses it to HIBERNATED and kills it', async () => {
+let keys = 0;
+const freshKey = (label: string) => `${label}-${++keys}-${Date.now().toString(36)}`;
+const DOCKERFILE = 'FROM ubuntu:24.04\nRUN echo ready\n';
+
+describe('the E2B adapter against the strict E2B emulator', () => {
+  conformance(suite, {
+    keepAlive: { path: (id) => `/sandboxes/${id}/timeout`, okStatus: 204 },
+    create: { counted: '/v2/sandboxes', faulted: /^\/v2\/sandboxes$/ },
+    apiKey: { envVar: 'E2B_API_KEY', wrong: 'e2b_wrong' },
+    previewDomain: 'e2b.emulated',
+    stoppedState: 'HIBERNATED',
+    rotatesServiceHeaders: false,
+    accountMax: {
+      cpu: E2B_PLANS.hobby.maxCpu,
+      memoryGiB: E2B_PLANS.hobby.maxMemoryMB / 1024,
+      diskGiB: E2B_CAPS.diskGiB,
+    },
+    snapshotResources: (e, ref) => {
+      const template = e.templateList().find((t) => t.name === ref);
+      return template && { cpu: template.cpuCount, memoryGiB: template.memoryMB / 1024 };
+    },
+    unknownSnapshotRef: 'singulacomp-never-built',
+    transition: {
+      operation: 'start',
+      path: (id) => new RegExp(`^/v2/sandboxes/${id}/connect$`),
+      method: 'POST',
+      hold: (e, id) => e.holdPausing(id),
+    },
+  });
+
+  it('creates a running sandbox with our metadata whose background entry serves health, and resumes the same process after a pause', async () => {
     const req = request();
     const created = await provider.create(req);
-    expect(created.state).toBe('STARTED');
     const native = emulator.get(created.providerSandboxId);
     expect(native?.state).toBe('running');
     expect(native?.autoPause).toBe(true);
@@ -57,42 +91,17 @@ describe('the E2B adapter against the E2B emulator', () => {
     });
     expect(native?.envVars).toEqual(req.env);
     expect(created.serviceUrl).toBe(`http://127.0.0.1:${native?.servicePort}`);
-    expect(emulator.requestsTo('POST', '/process.Process/Start').length).toBeGreaterThanOrEqual(1);
-
     const health = await waitForHealth(created.serviceUrl as string);
     expect(health.sessionId).toBe(req.sessionId);
     expect(Object.values(health.env)).not.toContain(emulator.apiKey);
 
-    const stopped = await provider.stop(created.providerSandboxId);
-    expect(stopped.state).toBe('HIBERNATED');
+    await provider.stop(created.providerSandboxId);
     expect(emulator.get(created.providerSandboxId)?.state).toBe('paused');
-    expect(await provider.status(created.providerSandboxId)).toBe('HIBERNATED');
     // Frozen, not killed: the port accepts nothing until resume.
     expect(await answers(created.serviceUrl as string, 300)).toBe(false);
-
     const resumed = await provider.start(created.providerSandboxId);
-    expect(resumed.state).toBe('STARTED');
-    expect(await provider.status(created.providerSandboxId)).toBe('STARTED');
-    // Same process as before the pause: memory state survived, nothing was relaunched.
     expect((await waitForHealth(resumed.serviceUrl as string)).pid).toBe(health.pid);
-
-    await provider.destroy(created.providerSandboxId);
-    expect(emulator.list()).toEqual([]);
-    expect(await provider.status(created.providerSandboxId)).toBe('DESTROYED');
   });
-
-  it('extends the sandbox deadline with setTimeout on keepAlive', async () => {
-    const { providerSandboxId } = await provider.create(request());
-    const endBefore = emulator.get(providerSandboxId)?.endAt as string;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    await provider.keepAlive(providerSandboxId);
-    expect(emulator.requestsTo('POST', `/sandboxes/${providerSandboxId}/timeout`)).toHaveLength(1);
-    expect(Date.parse(emulator.get(providerSandboxId)?.endAt as string)).toBeGreaterThan(
-      Date.parse(endBefore),
-    );
-  });
-
-  itRetriesRateLimit(suite, { path: (id) => `/sandboxes/${id}/timeout`, okStatus: 204 });
 
   it('gives up on a sustained 5xx outage with ProviderUnavailableError and kills the half-created sandbox', async () => {
     const startsBefore = emulator.requestsTo('POST', '/process.Process/Start').length;
@@ -107,16 +116,12 @@ describe('the E2B adapter against the E2B emulator', () => {
     expect(emulator.list()).toEqual([]);
   });
 
-  itCreatesNothingWhileCreateIsDown(suite, { counted: '/v2/sandboxes', faulted: /^\/v2\/sandboxes$/ });
-
-  itReportsRejectedKey(suite, { envVar: 'E2B_API_KEY', wrong: 'e2b_wrong' });
-
   it('maps both E2B states and a killed sandbox', async () => {
     expect(E2B_STATE_MAP).toEqual({ running: 'STARTED', paused: 'HIBERNATED' });
     const { providerSandboxId } = await provider.create(request());
-    expect(await provider.status(providerSandboxId)).toBe(E2B_STATE_MAP.running);
+    expect(await provider.status(providerSandboxId)).toBe('STARTED');
     await provider.stop(providerSandboxId);
-    expect(await provider.status(providerSandboxId)).toBe(E2B_STATE_MAP.paused);
+    expect(await provider.status(providerSandboxId)).toBe('HIBERNATED');
     await provider.destroy(providerSandboxId);
     expect(await provider.status(providerSandboxId)).toBe('DESTROYED');
     expect(mapE2BState('snapshotting')).toBe('ERROR');
@@ -129,23 +134,182 @@ describe('the E2B adapter against the E2B emulator', () => {
     expect(await short.status(providerSandboxId)).toBe('HIBERNATED');
   });
 
-  itAnswersPreviewHost(suite, 'answers the E2B preview host for a port', 'e2b.emulated');
+  it('reports keepAlive of a paused sandbox (404 from E2B) as ProviderNotRunningError, not as a gone sandbox', async () => {
+    const { providerSandboxId } = await provider.create(request());
+    await provider.stop(providerSandboxId);
+    const error = await provider.keepAlive(providerSandboxId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderNotRunningError);
+    expect(
+      emulator.requestsTo('POST', `/sandboxes/${providerSandboxId}/timeout`).map((r) => r.status),
+    ).toEqual([404]);
+    expect(await provider.status(providerSandboxId)).toBe('HIBERNATED');
+  });
 
-  it('builds a template from a Dockerfile string through the template build API and reuses it', async () => {
-    const spec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
-    const ref = await provider.buildSnapshot({
-      key: 'k1',
-      dockerfile: 'FROM ubuntu:24.04\nRUN echo ready\n',
-      spec,
+  describe('templates', () => {
+    it('builds a template through the template build API and reuses it once ready', async () => {
+      const key = freshKey('k');
+      const ref = await provider.buildSnapshot({
+        key,
+        dockerfile: DOCKERFILE,
+        spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 },
+      });
+      expect(ref).toBe(`singulacomp-${key}`);
+      const template = emulator.templateList().find((t) => t.name === ref);
+      expect(template).toMatchObject({ status: 'ready', cpuCount: 2, memoryMB: 4096 });
+      expect(JSON.stringify(template?.steps)).toContain('echo ready');
+      const builds = emulator.requestsTo('POST', '/v3/templates').length;
+      expect(
+        await provider.buildSnapshot({
+          key,
+          dockerfile: 'FROM x',
+          spec: { cpu: 2, memoryGiB: 4, diskGiB: 20 },
+        }),
+      ).toBe(ref);
+      expect(emulator.requestsTo('POST', '/v3/templates')).toHaveLength(builds);
+      const sandbox = await provider.create({ ...request(), snapshotRef: ref });
+      expect(emulator.get(sandbox.providerSandboxId)?.templateID).toBe(ref);
     });
-    expect(ref).toBe('singulacomp-k1');
-    expect(emulator.templateList()).toEqual([
-      expect.objectContaining({ name: ref, status: 'ready', cpuCount: 2, memoryMB: 4096 }),
-    ]);
-    expect(JSON.stringify(emulator.templateList()[0]?.steps)).toContain('echo ready');
-    expect(await provider.buildSnapshot({ key: 'k1', dockerfile: 'FROM x', spec })).toBe(ref);
-    expect(emulator.requestsTo('POST', '/v3/templates')).toHaveLength(1);
-    const sandbox = await provider.create({ ...request(), snapshotRef: ref });
-    expect(emulator.get(sandbox.providerSandboxId)?.templateID).toBe(ref);
+
+    it('does not take a failed build for a ready template: the next build of the name replaces it and boots', async () => {
+      const key = freshKey('failed');
+      const ref = `singulacomp-${key}`;
+      const error = await provider
+        .buildSnapshot({ key, dockerfile: 'FROM ubuntu:24.04\nRUN FAIL_THIS_BUILD\n', spec: E2B_CAPS })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderBuildError);
+      // The alias answers (the SDK's Template.exists says true), yet nothing can boot from it.
+      expect(await Template.exists(ref, { apiKey: emulator.apiKey, apiUrl: emulator.url })).toBe(true);
+      const refused = await provider.create({ ...request(), snapshotRef: ref }).catch((e: unknown) => e);
+      expect((refused as Error).message).toContain(`template '${ref}' not found`);
+
+      expect(await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: E2B_CAPS })).toBe(ref);
+      expect(
+        emulator
+          .templateList()
+          .find((t) => t.name === ref)
+          ?.builds.map((b) => b.status),
+      ).toEqual(['ready', 'error']);
+      const created = await provider.create({ ...request(), snapshotRef: ref });
+      expect(emulator.get(created.providerSandboxId)?.templateID).toBe(ref);
+    });
+
+    it('waits for a build of the name that is still running instead of reporting it ready or building twice', async () => {
+      const key = freshKey('concurrent');
+      const spec = { cpu: 2, memoryGiB: 2, diskGiB: 10 };
+      const [first, second] = await Promise.all([
+        provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec }),
+        expect
+          .poll(() => emulator.templateList().some((t) => t.name === `singulacomp-${key}`), {
+            timeout: 5_000,
+          })
+          .toBe(true)
+          .then(() => provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec })),
+      ]);
+      expect(second).toBe(first);
+      expect(emulator.templateList().find((t) => t.name === first)?.builds).toHaveLength(1);
+    });
+
+    it('reports a template name owned by another team (403) as ProviderAccessError instead of "exists"', async () => {
+      const error = await provider
+        .buildSnapshot({ key: 'foreign', dockerfile: DOCKERFILE, spec: E2B_CAPS })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderAccessError);
+      expect((error as Error).message).not.toContain('Set a valid key');
+    });
+  });
+
+  describe('resource limits', () => {
+    it('runs 1 or an even number of vCPUs: odd counts round up within the cap, with a warning', () => {
+      expect([1, 2, 3, 5, 7, 8].map((cpu) => fitE2BCpu(cpu, 8))).toEqual([1, 2, 4, 6, 8, 8]);
+      expect(fitE2BCpu(7, 7)).toBe(6);
+      expect(fitSpecToProvider(provider, { cpu: 3, memoryGiB: 4, diskGiB: 20 })).toEqual({
+        spec: { cpu: 4, memoryGiB: 4, diskGiB: 20 },
+        warnings: ['cpu: E2B runs 1 or an even number of vCPUs; 3 vCPU rounded to 4'],
+      });
+      expect(fitSpecToProvider(provider, { cpu: 9, memoryGiB: 16, diskGiB: 20 }).spec).toEqual({
+        cpu: 8,
+        memoryGiB: 8,
+        diskGiB: 20,
+      });
+    });
+
+    it('builds a template for a 3-vCPU spec as 4 vCPUs, which E2B refuses as given', async () => {
+      const raw = await Template.build(
+        Template().fromDockerfile(DOCKERFILE),
+        `singulacomp-${freshKey('raw')}`,
+        {
+          apiKey: emulator.apiKey,
+          apiUrl: emulator.url,
+          cpuCount: 3,
+          memoryMB: 4096,
+        },
+      ).catch((e: unknown) => e);
+      expect((raw as Error).message).toContain('CPU count must be 1 or an even number');
+      const ref = await provider.buildSnapshot({
+        key: freshKey('odd'),
+        dockerfile: DOCKERFILE,
+        spec: { cpu: 3, memoryGiB: 4, diskGiB: 20 },
+      });
+      expect(emulator.templateList().find((t) => t.name === ref)).toMatchObject({
+        status: 'ready',
+        cpuCount: 4,
+      });
+    });
+  });
+});
+
+describe('the E2B adapter at the plan’s maximum sandbox length', () => {
+  const MAX_MS = 2_000;
+  let short: E2BEmulator;
+  let adapter: E2BProvider;
+  let dir: string;
+
+  beforeAll(async () => {
+    // The sandbox's deadline timer fires a minute late, so it is still running past its maximum.
+    short = await E2BEmulator.start({ maxInstanceLengthMs: MAX_MS, evictionLagMs: 60_000 });
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    dir = mkdtempSync(join(tmpdir(), 'e2b-length-'));
+    adapter = new E2BProvider({
+      apiKey: short.apiKey,
+      apiUrl: short.url,
+      sandboxUrl: short.url,
+      domain: short.domain,
+      hostToUrl: short.resolveHost,
+      entryCommand: fakeDaemonCommand(dir),
+      maxSandboxLifetimeMs: MAX_MS,
+      retry: TEST_RETRY,
+    });
+  });
+
+  afterAll(async () => {
+    await short.close();
+    const { rmSync } = await import('node:fs');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('asks for an idle timeout within the maximum, reports when the sandbox expires, and ends keep-alives past it with ProviderLifetimeExceededError', async () => {
+    const created = await adapter.create(sandboxRequest());
+    const native = short.get(created.providerSandboxId);
+    // A 30-minute idle timeout would be refused (400 "Timeout cannot be greater than …").
+    expect(short.requestsTo('POST', '/v2/sandboxes').map((r) => r.status)).toEqual([201]);
+    const startedAt = Date.parse(native?.startedAt as string);
+    expect(created.expiresAt?.getTime()).toBeGreaterThanOrEqual(startedAt + MAX_MS - 1_000);
+    expect(created.expiresAt?.getTime()).toBeLessThanOrEqual(startedAt + MAX_MS + 1_000);
+    expect(adapter.maxSandboxLifetimeMs).toBe(MAX_MS);
+
+    await adapter.keepAlive(created.providerSandboxId);
+    expect(Date.parse(short.get(created.providerSandboxId)?.endAt as string)).toBeLessThanOrEqual(
+      startedAt + MAX_MS,
+    );
+
+    await expect.poll(() => Date.now() > startedAt + MAX_MS + 50, { timeout: 5_000 }).toBe(true);
+    const error = await adapter.keepAlive(created.providerSandboxId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderLifetimeExceededError);
+    expect(
+      short.requestsTo('POST', `/sandboxes/${created.providerSandboxId}/timeout`).map((r) => r.status),
+    ).toEqual([204, 400]);
+    await adapter.destroy(created.providerSandboxId);
   });
 });

@@ -4,16 +4,22 @@ import {
   DaytonaBadGatewayError,
   DaytonaConnectionError,
   DaytonaConflictError,
+  DaytonaError,
   DaytonaInternalServerError,
   DaytonaNotFoundError,
+  DaytonaProcessNotFoundError,
   DaytonaRateLimitError,
   DaytonaServiceUnavailableError,
+  DaytonaSessionEndedError,
   DaytonaTimeoutError,
   DaytonaValidationError,
 } from '@daytonaio/sdk';
 import {
   AuthenticationError,
+  BuildError,
+  FileUploadError,
   InvalidArgumentError,
+  NotEnoughSpaceError,
   RateLimitError,
   SandboxError,
   SandboxNotFoundError,
@@ -24,9 +30,16 @@ import { describe, expect, it } from 'vitest';
 import {
   backoffDelayMs,
   ERROR_MAPPING,
+  ProviderAccessError,
   ProviderAuthError,
+  ProviderBuildError,
+  ProviderBusyError,
+  ProviderDiskFullError,
   ProviderHttpError,
+  ProviderLifetimeExceededError,
   ProviderNotFoundError,
+  ProviderQuotaError,
+  ProviderSessionLostError,
   ProviderRateLimitedError,
   ProviderUnavailableError,
   ProviderValidationError,
@@ -53,6 +66,43 @@ const ROWS: Record<
   string,
   { error: unknown; expected: new (...args: never[]) => Error; retryAfterMs?: number | null }
 > = {
+  'Daytona toolbox DaytonaProcessNotFoundError (404 PROCESS_NOT_FOUND)': {
+    error: new DaytonaProcessNotFoundError(
+      'command not found',
+      404,
+      undefined,
+      'PROCESS_NOT_FOUND',
+      'DAYTONA_DAEMON',
+    ),
+    expected: ProviderSessionLostError,
+  },
+  'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)': {
+    error: new DaytonaSessionEndedError('session ended', 410, undefined, 'SESSION_ENDED', 'DAYTONA_DAEMON'),
+    expected: ProviderSessionLostError,
+  },
+  'DaytonaAuthorizationError (403) over a resource limit': {
+    error: new DaytonaAuthorizationError(
+      'Disk request 20GB exceeds maximum allowed per sandbox (10GB).',
+      403,
+    ),
+    expected: ProviderQuotaError,
+  },
+  'DaytonaAuthorizationError (403) region not available': {
+    error: new DaytonaAuthorizationError('Region eu is not available to the organization', 403),
+    expected: ProviderAccessError,
+  },
+  'DaytonaValidationError (400) over a resource limit': {
+    error: new DaytonaValidationError('Total CPU limit exceeded. Maximum allowed: 10.', 400),
+    expected: ProviderQuotaError,
+  },
+  'DaytonaValidationError (400) state change in progress': {
+    error: new DaytonaValidationError('Sandbox state change in progress', 400),
+    expected: ProviderBusyError,
+  },
+  'DaytonaConflictError (409)': {
+    error: new DaytonaConflictError('session already exists', 409),
+    expected: ProviderBusyError,
+  },
   'DaytonaRateLimitError (429)': {
     error: new DaytonaRateLimitError('slow down', 429, { 'retry-after': '7' } as never),
     expected: ProviderRateLimitedError,
@@ -95,8 +145,28 @@ const ROWS: Record<
     expected: ProviderUnavailableError,
   },
   'DaytonaError with another HTTP status': {
-    error: new DaytonaConflictError('busy', 409),
+    error: new DaytonaError('unprocessable', 422),
     expected: ProviderValidationError,
+  },
+  'e2b SandboxError 400 Max instance length exceeded': {
+    error: withStatus(new SandboxError('400: Max instance length exceeded'), 400),
+    expected: ProviderLifetimeExceededError,
+  },
+  'e2b SandboxError 403 (no access to the resource)': {
+    error: withStatus(new SandboxError("403: You don't have access to template 'x'"), 403),
+    expected: ProviderAccessError,
+  },
+  'e2b NotEnoughSpaceError (envd 507)': {
+    error: new NotEnoughSpaceError('not enough disk space'),
+    expected: ProviderDiskFullError,
+  },
+  'e2b FileUploadError': {
+    error: new FileUploadError('Failed to upload file: Bad Gateway'),
+    expected: ProviderUnavailableError,
+  },
+  'e2b BuildError': {
+    error: new BuildError('step 3 failed: exit status 1'),
+    expected: ProviderBuildError,
   },
   'e2b RateLimitError (429 after the SDK’s own Retry-After retries)': {
     error: new RateLimitError('Rate limit exceeded'),
@@ -121,8 +191,8 @@ const ROWS: Record<
     expected: ProviderUnavailableError,
   },
   'e2b SandboxError with an HTTP status': {
-    error: withStatus(new SandboxError('500: boom'), 500),
-    expected: ProviderUnavailableError,
+    error: withStatus(new SandboxError('409: Sandbox x is changing state'), 409),
+    expected: ProviderBusyError,
   },
   'e2b SandboxError from envd RPC (unknown code)': {
     error: new SandboxError('2: [unknown] HTTP 500'),
@@ -177,6 +247,50 @@ describe('the provider error mapping table', () => {
         expected,
       );
     }
+  });
+
+  it('maps the statuses E2B and Daytona answer while a sandbox changes state to a retried ProviderBusyError', () => {
+    expect(toProviderError(withStatus(new SandboxError('500: boom'), 500), context)).toBeInstanceOf(
+      ProviderUnavailableError,
+    );
+    expect(toProviderError(new DaytonaError('locked', 409), context)).toBeInstanceOf(ProviderBusyError);
+    // Platinum's contract keeps 409 for a state or name clash: final.
+    expect(toProviderError(new ProviderHttpError(409, 'name taken'), context)).toBeInstanceOf(
+      ProviderValidationError,
+    );
+  });
+
+  it('reads the status E2B puts in a BuildError message: 5xx retried, 409 busy, 4xx final, none a build failure', () => {
+    expect(toProviderError(new BuildError('500: Internal Server Error'), context)).toBeInstanceOf(
+      ProviderUnavailableError,
+    );
+    expect(toProviderError(new BuildError('409: build in progress'), context)).toBeInstanceOf(
+      ProviderBusyError,
+    );
+    expect(
+      toProviderError(new BuildError('400: CPU count must be 1 or an even number'), context),
+    ).toBeInstanceOf(ProviderValidationError);
+    expect(toProviderError(new BuildError('Unknown error'), context)).toBeInstanceOf(ProviderBuildError);
+  });
+
+  it('tells a resource limit and a region or template without access apart from a bad key', () => {
+    const quota = toProviderError(
+      new DaytonaAuthorizationError('CPU request 8 exceeds maximum allowed per sandbox (4).', 403),
+      context,
+    );
+    expect(quota).toBeInstanceOf(ProviderQuotaError);
+    expect((quota as Error).message).not.toContain('Set a valid key');
+    expect((quota as Error).message).toContain('DAYTONA_MAX_');
+    const access = toProviderError(withStatus(new SandboxError('403: no access'), 403), {
+      provider: 'E2B',
+      operation: 'buildSnapshot',
+    });
+    expect(access).toBeInstanceOf(ProviderAccessError);
+    expect((access as Error).message).toContain('The API key is valid');
+    // A bare 403 from Daytona is still the key's permissions.
+    expect(toProviderError(new DaytonaAuthorizationError('Forbidden', 403), context)).toBeInstanceOf(
+      ProviderAuthError,
+    );
   });
 
   it('leaves errors the table does not know unchanged', () => {
@@ -262,6 +376,23 @@ describe('withProviderRetry', () => {
       expect(ms).toBeGreaterThanOrEqual(full / 2);
       expect(ms).toBeLessThanOrEqual(full);
     });
+  });
+
+  it('retries a 409-while-busy with backoff and then succeeds', async () => {
+    const { sleeps, sleep } = recordSleeps();
+    let calls = 0;
+    const result = await withProviderRetry(
+      async () => {
+        calls += 1;
+        if (calls < 3) throw new DaytonaValidationError('Sandbox state change in progress', 400);
+        return 'deleted';
+      },
+      context,
+      { sleep, jitter: false, baseDelayMs: 100 },
+    );
+    expect(result).toBe('deleted');
+    expect(calls).toBe(3);
+    expect(sleeps).toEqual([100, 200]);
   });
 
   it('does not retry auth, not-found or validation errors', async () => {

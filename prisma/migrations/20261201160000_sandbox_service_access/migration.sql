@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Sandbox" ADD COLUMN     "serviceHeadersEnc" TEXT,
+ADD COLUMN     "expiresAt" TIMESTAMP(3);
