@@ -48,6 +48,31 @@ const schema = z.object({
       ),
     )
     .optional(),
+  /**
+   * `bwrap` isolates LOCAL sandboxes (namespaces, private filesystem, no host network); `none` runs
+   * them as plain processes of the server's user. Unset: bwrap when it works here, else `none` with
+   * a warning, and LOCAL sandboxes refused under NODE_ENV=production.
+   */
+  SINGULACOMP_LOCAL_ISOLATION: z.enum(['bwrap', 'none']).optional(),
+  /** Comma-separated host loopback ports isolated LOCAL sandboxes may reach besides the API (e.g. a model endpoint). */
+  SINGULACOMP_LOCAL_EGRESS_PORTS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n.length > 0),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(/^\d{1,5}$/, 'not a port')
+          .transform(Number)
+          .pipe(z.number().int().min(1).max(65_535)),
+      ),
+    )
+    .optional(),
   SINGULACOMP_GRAPHIQL: bool.optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
@@ -122,6 +147,9 @@ export interface ServerEnv {
   localEntry: string | null;
   /** Extra host variables passed into LOCAL sandboxes (SINGULACOMP_LOCAL_PASS_ENV). */
   localPassEnv: string[];
+  /** SINGULACOMP_LOCAL_ISOLATION; null: detect. */
+  localIsolation: 'bwrap' | 'none' | null;
+  localEgressPorts: number[];
   graphiql: boolean;
   idleTimeoutMs: number;
   leaseTtlMs: number;
@@ -168,6 +196,17 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   const rates = parseRates(e.SINGULACOMP_RATES);
   const problems: string[] = [];
   if ('error' in rates) problems.push(`  SINGULACOMP_RATES: ${rates.error}`);
+  // The database and Redis are exactly what sandboxes must never reach.
+  for (const [name, url] of [
+    ['DATABASE_URL', e.DATABASE_URL],
+    ['REDIS_URL', e.REDIS_URL],
+  ] as const) {
+    const port = url ? Number(new URL(url).port || (name === 'DATABASE_URL' ? 5432 : 6379)) : null;
+    if (port && e.SINGULACOMP_LOCAL_EGRESS_PORTS?.includes(port))
+      problems.push(
+        `  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`,
+      );
+  }
   if (e.PLATINUM_API_KEY && !e.PLATINUM_API_URL)
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
   if (problems.length > 0) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
@@ -183,6 +222,8 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     secretKey: e.SINGULACOMP_SECRET_KEY ?? null,
     localEntry: e.SINGULACOMP_LOCAL_ENTRY ?? null,
     localPassEnv: e.SINGULACOMP_LOCAL_PASS_ENV ?? [],
+    localIsolation: e.SINGULACOMP_LOCAL_ISOLATION ?? null,
+    localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
     graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
     idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
     leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
