@@ -73,6 +73,7 @@ export function createServices(options: ServicesOptions): Services {
     db,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.env.defaultProvider,
+    localRepositories: { allowed: options.env.allowLocalRepositories, dataDir: options.env.dataDir },
   });
   const rates = resolveRates(options.env.rates);
   const usage = createUsageService({ db, rates });

@@ -74,6 +74,8 @@ const schema = z.object({
     )
     .optional(),
   SINGULACOMP_GRAPHIQL: bool.optional(),
+  /** Whether projects may name a local filesystem repository (never inside the data dir). @default on outside production */
+  SINGULACOMP_ALLOW_LOCAL_REPOSITORIES: bool.optional(),
   /** `all`: anyone may introspect; `authenticated`: only callers with a token (default in production). */
   SINGULACOMP_INTROSPECTION: z.enum(['all', 'authenticated']).optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
@@ -153,6 +155,7 @@ export interface ServerEnv {
   localIsolation: 'bwrap' | 'none' | null;
   localEgressPorts: number[];
   graphiql: boolean;
+  allowLocalRepositories: boolean;
   introspection: 'all' | 'authenticated';
   idleTimeoutMs: number;
   leaseTtlMs: number;
@@ -228,6 +231,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     localIsolation: e.SINGULACOMP_LOCAL_ISOLATION ?? null,
     localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
     graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
+    allowLocalRepositories: e.SINGULACOMP_ALLOW_LOCAL_REPOSITORIES ?? e.NODE_ENV !== 'production',
     introspection: e.SINGULACOMP_INTROSPECTION ?? (e.NODE_ENV === 'production' ? 'authenticated' : 'all'),
     idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
     leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
