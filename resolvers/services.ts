@@ -30,6 +30,9 @@ import { type UsageService, createUsageService } from './billing/usage';
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
   defaultProvider: ProviderName;
+  /** Local filesystem repository URLs are accepted (never inside dataDir). */
+  allowLocalRepositories: boolean;
+  dataDir: string;
   rates: RateOverrides;
   runtimeVersion: string;
   runtimeBaseUrl: string | null;
@@ -92,6 +95,7 @@ export function createServices(options: ServicesOptions): Services {
     db,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.config.defaultProvider,
+    localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
   });
   const rates = resolveRates(options.config.rates);
   const usage = createUsageService({ db, rates });

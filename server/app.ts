@@ -5,12 +5,15 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { createYoga, maskError } from 'graphql-yoga';
+import { randomUUID } from 'node:crypto';
+import { GraphQLError } from 'graphql';
+import { createGraphQLError, createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
-import { createLocalProvider } from '../resolvers/providers/local';
+import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
+import { bwrapAvailable } from '../resolvers/providers/local-isolation';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
@@ -19,6 +22,7 @@ import { schema } from '../schema/index';
 import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
 import { createBootstrapAdmin } from './bootstrap-admin';
 import { httpContext, wsContext } from './context';
+import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
 import { type Database, openDatabase } from './db';
@@ -63,6 +67,34 @@ export interface App {
 function defaultEntryCommand(): string {
   const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
   return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+}
+
+/**
+ * How LOCAL sandboxes run here: bubblewrap when it works (or is demanded), else plain processes,
+ * announced loudly and refused in production unless SINGULACOMP_LOCAL_ISOLATION=none says so.
+ */
+function localIsolation(env: ServerEnv, log: Logger): LocalProviderOptions['isolation'] {
+  if (env.localIsolation === 'none') {
+    log.warn('SINGULACOMP_LOCAL_ISOLATION=none: LOCAL sandboxes run unisolated, as this server user');
+    return { mode: 'none' };
+  }
+  if (bwrapAvailable()) return { mode: 'bwrap', dataDir: env.dataDir };
+  const why =
+    'bubblewrap (bwrap) is missing or cannot create namespaces here, so LOCAL sandboxes would run ' +
+    'unisolated and could read this server’s data dir and reach its database';
+  if (env.localIsolation === 'bwrap' || env.nodeEnv === 'production') {
+    log.error(
+      `${why}; LOCAL sandboxes are refused (install bubblewrap, or set SINGULACOMP_LOCAL_ISOLATION=none to accept the risk)`,
+    );
+    return {
+      mode: 'none',
+      refuse:
+        'LOCAL sandboxes are refused: this server cannot isolate them (bubblewrap unavailable). ' +
+        'Install bubblewrap, or set SINGULACOMP_LOCAL_ISOLATION=none to run them unisolated.',
+    };
+  }
+  log.warn(`WARNING: ${why}. Development only; NODE_ENV=production refuses them.`);
+  return { mode: 'none' };
 }
 
 export async function buildApp(options: AppOptions = {}): Promise<App> {
@@ -110,6 +142,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     entryCommand: env.localEntry ?? defaultEntryCommand(),
     passEnv: ['PATH', 'LANG', 'TZ', ...env.localPassEnv],
     clone: (repo, branch, dir) => git.cloneWorkspace(repo, branch, dir),
+    isolation: localIsolation(env, log),
+    apiPort: () => (url ? Number(new URL(url).port) : null),
+    egressPorts: env.localEgressPorts,
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,
@@ -135,20 +170,19 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     landingPage: false,
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
-    // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    // The client sees "Unexpected error."; the operator gets the cause in the log.
+    // Unexpected errors never leak their message, stack or paths; GraphQLErrors we raise pass
+    // through. Each masked error is logged once, under an id the client also gets.
     maskedErrors: {
       isDev: false,
-      maskError(error, message, isDev) {
-        const masked = maskError(error, message, isDev);
-        if (masked.message === message) {
-          const cause = (error as { originalError?: unknown }).originalError ?? error;
-          log.error(
-            { err: cause, path: (error as { path?: unknown }).path },
-            'unexpected error in a resolver',
-          );
-        }
-        return masked;
+      maskError: (error, message) => {
+        const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
+        if (original instanceof GraphQLError) return error as Error;
+        const requestId = randomUUID();
+        log.error({ err: original, requestId }, 'unexpected error');
+        return createGraphQLError(message, {
+          extensions: { code: 'INTERNAL_SERVER_ERROR', requestId },
+          ...(error instanceof GraphQLError ? { path: error.path } : {}),
+        });
       },
     },
     logging: false,
@@ -157,6 +191,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     context: async ({ request, principal }): Promise<Context> =>
       principal ? wsContext(services, principal) : httpContext(services, request),
     plugins: [
+      useIntrospectionGate(env.introspection),
+      useWebSocketOnlySubscriptions(),
       EnvelopArmorPlugin({
         maxDepth: { n: 12, ignoreIntrospection: true, flattenFragments: true },
         maxAliases: { n: 20 },
@@ -197,8 +233,34 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       if (inFlight === 0) for (const fn of drained) fn();
     });
     if (draining) res.setHeader('connection', 'close');
-    // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
-    await yoga.requestListener(req, res);
+    // yoga builds a URL from Host and the path; a malformed one threw before any handler (a 500
+    // with a stack). It is the caller's error.
+    if (!URL.canParse(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`)) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          errors: [{ message: 'Malformed Host header or URL.', extensions: { code: 'BAD_REQUEST' } }],
+        }),
+      );
+      return;
+    }
+    try {
+      // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
+      await yoga.requestListener(req, res);
+    } catch (error) {
+      const requestId = randomUUID();
+      log.error({ err: error, requestId }, 'request failed');
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            errors: [
+              { message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } },
+            ],
+          }),
+        );
+      } else res.end();
+    }
   });
 
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });
@@ -241,6 +303,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       const host = env.host === '0.0.0.0' || env.host === '::' ? '127.0.0.1' : env.host;
       url = `http://${host}:${port}`;
       app.url = url;
+      for (const failure of await local.reattach()) {
+        log.error(
+          { providerSandboxId: failure.id, err: failure.error },
+          'could not reattach a LOCAL sandbox',
+        );
+      }
       services.reaper.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
