@@ -5,12 +5,13 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { createYoga, maskError } from 'graphql-yoga';
+import { createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
 import { createLocalProvider } from '../resolvers/providers/local';
+import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
@@ -21,6 +22,8 @@ import { createBootstrapAdmin } from './bootstrap-admin';
 import { httpContext, wsContext } from './context';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
+import { createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
@@ -81,7 +84,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
     log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
   }
-  const database: Database = await openDatabase({ url: env.databaseUrl, dataDir: env.dataDir });
+  const database: Database = await openDatabase({
+    url: env.databaseUrl,
+    dataDir: env.dataDir,
+    poolSize: env.database.poolSize,
+    connectTimeoutMs: env.database.connectTimeoutMs,
+  });
   log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
   log.info(
@@ -110,6 +118,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     entryCommand: env.localEntry ?? defaultEntryCommand(),
     passEnv: ['PATH', 'LANG', 'TZ', ...env.localPassEnv],
     clone: (repo, branch, dir) => git.cloneWorkspace(repo, branch, dir),
+    identity: createLocalIdentityStore(database.prisma),
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,
@@ -117,6 +126,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   ]);
 
   let url = '';
+  const metrics = createMetrics();
   const services = createServices({
     now: options.now,
     database,
@@ -127,6 +137,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     git,
     providers,
     apiUrl: () => env.publicUrl ?? url,
+    onAdmissionRefused: () => metrics.admissionRefusals.inc(),
+    onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
 
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
@@ -136,20 +148,13 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    // The client sees "Unexpected error."; the operator gets the cause in the log.
     maskedErrors: {
       isDev: false,
-      maskError(error, message, isDev) {
-        const masked = maskError(error, message, isDev);
-        if (masked.message === message) {
-          const cause = (error as { originalError?: unknown }).originalError ?? error;
-          log.error(
-            { err: cause, path: (error as { path?: unknown }).path },
-            'unexpected error in a resolver',
-          );
-        }
-        return masked;
-      },
+      maskError: createErrorMasker({
+        logger,
+        retryAfterSeconds: env.unavailableRetryAfterSeconds,
+        onFault: (kind) => metrics.faults.inc({ kind }),
+      }),
     },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
@@ -172,6 +177,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         blockFieldSuggestion: { enabled: env.nodeEnv === 'production' },
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+      metrics.plugin(),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
@@ -185,6 +191,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
+    if (path === '/metrics') {
+      const body = await metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
+      return;
+    }
     if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
     if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
@@ -192,13 +203,20 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       return;
     }
     inFlight++;
+    const started = process.hrtime.bigint();
     res.once('close', () => {
+      metrics.httpDuration.observe(
+        { route: path === '/graphql' ? 'graphql' : 'other', status: String(res.statusCode) },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
     if (draining) res.setHeader('connection', 'close');
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    res.setHeader('x-request-id', requestId);
     // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
-    await yoga.requestListener(req, res);
+    await withRequestId(requestId, () => yoga.requestListener(req, res));
   });
 
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });
@@ -211,6 +229,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     logger,
     options: options.realtime,
   });
+  metrics.bind(services, () => realtime.connectionCount());
 
   let printGraphiqlLink = false;
   const app: App = {
@@ -241,6 +260,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       const host = env.host === '0.0.0.0' || env.host === '::' ? '127.0.0.1' : env.host;
       url = `http://${host}:${port}`;
       app.url = url;
+      await services.startBackground();
       services.reaper.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
@@ -262,7 +282,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       server.closeAllConnections();
       await realtime.close();
       wss.close();
-      await services.provisioner.drain();
+      // Bounded: provisioning still running after the grace period resumes on another process
+      // (or on this one after a restart) from its durable job.
+      await services.stopBackground(env.shutdownGraceMs);
       await services.telemetry.drain();
       await pubsub.close();
       await providers.close();

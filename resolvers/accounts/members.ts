@@ -4,7 +4,7 @@
 // `singulacomp_sa_` tokens (tokens.ts).
 import type { AccountTier, UserRole } from '../../prisma/generated/client/enums';
 import type { User } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
+import type { Db } from '../platform';
 import { assertAccountAdmin, assertHuman } from '../auth/authz';
 import { SCOPES, type Principal, type Scope, type UserPrincipal } from '../auth/principal';
 import type { TokenService } from '../auth/tokens';
