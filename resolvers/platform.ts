@@ -1,5 +1,6 @@
 // What the domain services need from the platform, as types only: the database handles (opened by
 // server/db.ts) and the logger (created by server/logger.ts). Services never import server/.
+import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client/client';
 
@@ -21,6 +22,10 @@ export interface Database {
   prisma: PrismaClient;
   raw: RawSql;
   kind: 'postgres' | 'pglite';
+  /** PostgreSQL connection string (postgres): the job queue opens its own small pool on it. */
+  url: string | null;
+  /** The embedded engine (pglite): the job queue runs on this very instance. */
+  pglite: PGlite | null;
   /** SQL statements sent through Prisma since start (tests and benchmarks pin N+1 behaviour with it). */
   stats: { statements: number; log: string[] | null };
   close(): Promise<void>;

@@ -4,6 +4,7 @@ import type { Database, Db } from './platform';
 import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
 import type { Keys } from './auth/keys';
+import type { StopReason } from '../prisma/generated/client/client';
 import { type AccountService, createAccountService } from './accounts/accounts';
 import { type MemberService, createMemberService } from './accounts/members';
 import { type ClaimService, createClaimService } from './daemon/claim';
@@ -17,8 +18,10 @@ import type { ProviderRegistry } from './providers/registry';
 import type { ProviderName } from './providers/types';
 import { type Provisioner, createProvisioner } from './sessions/provisioning';
 import { type Reaper, createReaper } from './leases/reaper';
+import { type JobQueue, JOBS, createJobQueue } from './jobs/queue';
 import { createLifetimeGuard } from './sessions/lifetime-guard';
-import { createRecovery } from './sessions/recovery';
+import { type Reconciler, createReconciler } from './sessions/reconciler';
+import { type Recovery, createRecovery } from './sessions/recovery';
 import { type ReloadService, createReloadService } from './daemon/reloads';
 import { type RuntimeStateService, createRuntimeStateService } from './daemon/runtime-state';
 import { type SessionLifecycle, createSessionLifecycle } from './sessions/lifecycle';
@@ -41,6 +44,14 @@ export interface ServicesConfig {
   leaseTtlMs: number;
   idleTimeoutMs: number;
   reaperIntervalMs: number;
+  /** Admission transaction: wait for a connection at most / run at most. */
+  transaction: { maxWaitMs: number; timeoutMs: number };
+  jobs: {
+    heartbeatSeconds: number;
+    provisioningResumeMs: number;
+    recoveryIntervalMs: number;
+    reconcileIntervalMs: number;
+  };
 }
 
 export interface Services {
@@ -69,6 +80,13 @@ export interface Services {
   runtimeState: RuntimeStateService;
   claims: ClaimService;
   reloads: ReloadService;
+  jobs: JobQueue;
+  recovery: Recovery;
+  reconciler: Reconciler;
+  /** Starts the job queue, this process's workers and the recovery sweep. */
+  startBackground(): Promise<void>;
+  /** Stops taking jobs; running ones get timeoutMs, then resume on another process. */
+  stopBackground(timeoutMs: number): Promise<void>;
 }
 
 export interface ServicesOptions {
@@ -83,6 +101,9 @@ export interface ServicesOptions {
   apiUrl: () => string;
   /** Clock of the time-based rules (token expiry). @default Date.now */
   now?: () => number;
+  /** Metrics hooks. */
+  onAdmissionRefused?: () => void;
+  onJobFailed?: (queue: string) => void;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -107,6 +128,11 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
   });
+  const jobs = createJobQueue({
+    database: options.database,
+    logger: options.logger,
+    heartbeatSeconds: options.config.jobs.heartbeatSeconds,
+  });
   // The lifecycle and the provisioner call each other (provision on create, fail on error).
   let sessions: SessionLifecycle;
   const provisioner = createProvisioner({
@@ -121,6 +147,7 @@ export function createServices(options: ServicesOptions): Services {
     onRunning: (id) => sessions.markRunning(id),
     onFailed: (id, reason) => sessions.fail(id, reason),
     onProviderGone: (id) => sessions.stopInternal(id, 'PROVIDER'),
+    jobs,
   });
   sessions = createSessionLifecycle({
     db,
@@ -129,8 +156,21 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     retryAfterSeconds: options.config.retryAfterSeconds,
+    ...(options.onAdmissionRefused ? { onRefused: options.onAdmissionRefused } : {}),
+    transaction: options.config.transaction,
     provision: (id) => provisioner.start(id),
-    teardown: (id, reason) => provisioner.teardown(id, reason),
+    // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
+    // retries with backoff on any process.
+    teardown: async (id, reason) => {
+      try {
+        await provisioner.teardown(id, reason);
+      } catch (error) {
+        await jobs.send(JOBS.teardown, { sessionId: id, reason }, id).catch((sendError: unknown) => {
+          options.logger.error({ sessionId: id, err: sendError }, 'could not enqueue a teardown retry');
+        });
+        throw error;
+      }
+    },
   });
   const manifests = createManifestService({
     db,
@@ -158,7 +198,21 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
   });
-  const recovery = createRecovery({ db, sessions, logger: options.logger });
+  const recovery = createRecovery({
+    db,
+    sessions,
+    logger: options.logger,
+    jobs,
+    resumeAfterMs: options.config.jobs.provisioningResumeMs,
+    intervalMs: options.config.jobs.recoveryIntervalMs,
+  });
+  const reconciler = createReconciler({
+    db,
+    providers: options.providers,
+    provisioner,
+    logger: options.logger,
+    intervalMs: options.config.jobs.reconcileIntervalMs,
+  });
   const reaper = createReaper({
     db,
     logger: options.logger,
@@ -167,7 +221,6 @@ export function createServices(options: ServicesOptions): Services {
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
     housekeeping: async () => {
       await telemetry.pruneExpired();
-      await recovery.sweep();
       await lifetimes.tick();
     },
   });
@@ -205,5 +258,36 @@ export function createServices(options: ServicesOptions): Services {
     runtimeState,
     claims,
     reloads,
+    jobs,
+    recovery,
+    reconciler,
+    async startBackground() {
+      await jobs.start();
+      const counted =
+        <T>(queue: string, run: (job: T) => Promise<unknown>) =>
+        async (job: T) => {
+          try {
+            return await run(job);
+          } catch (error) {
+            options.onJobFailed?.(queue);
+            throw error;
+          }
+        };
+      await jobs.work<{ sessionId: string }>(
+        JOBS.provision,
+        counted(JOBS.provision, (job) => provisioner.runProvisionJob(job)),
+      );
+      await jobs.work<{ sessionId: string; reason: StopReason }>(
+        JOBS.teardown,
+        counted(JOBS.teardown, (job) => provisioner.teardown(job.data.sessionId, job.data.reason)),
+      );
+      recovery.start();
+      reconciler.start();
+    },
+    async stopBackground(timeoutMs) {
+      await recovery.stop();
+      await reconciler.stop();
+      await jobs.stop(timeoutMs);
+    },
   };
 }

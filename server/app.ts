@@ -5,14 +5,13 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { randomUUID } from 'node:crypto';
-import { GraphQLError } from 'graphql';
-import { createGraphQLError, createYoga } from 'graphql-yoga';
+import { createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
 import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
+import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
 import { bwrapAvailable } from '../resolvers/providers/local-isolation';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
@@ -25,6 +24,8 @@ import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
+import { createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
@@ -113,7 +114,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
     log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
   }
-  const database: Database = await openDatabase({ url: env.databaseUrl, dataDir: env.dataDir });
+  const database: Database = await openDatabase({
+    url: env.databaseUrl,
+    dataDir: env.dataDir,
+    poolSize: env.database.poolSize,
+    connectTimeoutMs: env.database.connectTimeoutMs,
+  });
   log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
   log.info(
@@ -145,6 +151,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     isolation: localIsolation(env, log),
     apiPort: () => (url ? Number(new URL(url).port) : null),
     egressPorts: env.localEgressPorts,
+    identity: createLocalIdentityStore(database.prisma),
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,
@@ -152,6 +159,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   ]);
 
   let url = '';
+  const metrics = createMetrics();
   const services = createServices({
     now: options.now,
     database,
@@ -162,6 +170,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     git,
     providers,
     apiUrl: () => env.publicUrl ?? url,
+    onAdmissionRefused: () => metrics.admissionRefusals.inc(),
+    onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
 
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
@@ -170,20 +180,14 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     landingPage: false,
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
-    // Unexpected errors never leak their message, stack or paths; GraphQLErrors we raise pass
-    // through. Each masked error is logged once, under an id the client also gets.
+    // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
     maskedErrors: {
       isDev: false,
-      maskError: (error, message) => {
-        const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
-        if (original instanceof GraphQLError) return error as Error;
-        const requestId = randomUUID();
-        log.error({ err: original, requestId }, 'unexpected error');
-        return createGraphQLError(message, {
-          extensions: { code: 'INTERNAL_SERVER_ERROR', requestId },
-          ...(error instanceof GraphQLError ? { path: error.path } : {}),
-        });
-      },
+      maskError: createErrorMasker({
+        logger,
+        retryAfterSeconds: env.unavailableRetryAfterSeconds,
+        onFault: (kind) => metrics.faults.inc({ kind }),
+      }),
     },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
@@ -208,6 +212,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         blockFieldSuggestion: { enabled: env.nodeEnv === 'production' },
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+      metrics.plugin(),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
@@ -221,6 +226,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
+    if (path === '/metrics') {
+      const body = await metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
+      return;
+    }
     if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
     if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
@@ -228,7 +238,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       return;
     }
     inFlight++;
+    const started = process.hrtime.bigint();
     res.once('close', () => {
+      metrics.httpDuration.observe(
+        { route: path === '/graphql' ? 'graphql' : 'other', status: String(res.statusCode) },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
@@ -244,11 +259,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       );
       return;
     }
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    res.setHeader('x-request-id', requestId);
     try {
       // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
-      await yoga.requestListener(req, res);
+      await withRequestId(requestId, () => yoga.requestListener(req, res));
     } catch (error) {
-      const requestId = randomUUID();
       log.error({ err: error, requestId }, 'request failed');
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -273,6 +289,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     logger,
     options: options.realtime,
   });
+  metrics.bind(services, () => realtime.connectionCount());
 
   let printGraphiqlLink = false;
   const app: App = {
@@ -309,6 +326,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
           'could not reattach a LOCAL sandbox',
         );
       }
+      await services.startBackground();
       services.reaper.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
@@ -330,7 +348,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       server.closeAllConnections();
       await realtime.close();
       wss.close();
-      await services.provisioner.drain();
+      // Bounded: provisioning still running after the grace period resumes on another process
+      // (or on this one after a restart) from its durable job.
+      await services.stopBackground(env.shutdownGraceMs);
       await services.telemetry.drain();
       await pubsub.close();
       await providers.close();

@@ -49,14 +49,22 @@ export interface DatabaseOptions {
   /** PostgreSQL connection string; null selects the embedded PGlite under dataDir. */
   url: string | null;
   dataDir: string;
-  /** @default 10 */
+  /** @default 20 */
   poolSize?: number;
+  /** A new connection that takes longer fails (the request answers SERVICE_UNAVAILABLE). @default 3_000 */
+  connectTimeoutMs?: number;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const stats: Database['stats'] = { statements: 0, log: null };
   if (options.url) {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 20,
+      // pg waits forever by default: during an outage every request would hang instead of failing
+      // fast with a retryable answer.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
+    });
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});
     const prisma = new PrismaClient({ adapter: counting(new PrismaPg(pool), stats) });
@@ -86,6 +94,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       prisma,
       raw,
       kind: 'postgres',
+      url: options.url,
+      pglite: null,
       stats,
       async close() {
         await prisma.$disconnect();
@@ -118,6 +128,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     prisma,
     raw,
     kind: 'pglite',
+    url: null,
+    pglite: lite,
     stats,
     async close() {
       await prisma.$disconnect();

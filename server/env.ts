@@ -123,6 +123,23 @@ const variables = z.object({
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
+  /** PostgreSQL connections per server process (admission, requests and background jobs share them). */
+  SINGULACOMP_DB_POOL_SIZE: z.coerce.number().int().min(2).max(500).default(20),
+  /** How long a request waits to open a new PostgreSQL connection before it answers SERVICE_UNAVAILABLE. */
+  SINGULACOMP_DB_CONNECT_TIMEOUT_MS: ms.default(3_000),
+  /** Interactive transactions (admission): wait for a connection at most / run at most this long. */
+  SINGULACOMP_TX_MAX_WAIT_MS: ms.default(5_000),
+  SINGULACOMP_TX_TIMEOUT_MS: ms.default(5_000),
+  /** A provisioning job whose worker stopped heart-beating for this long is taken over (min 10). */
+  SINGULACOMP_JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).default(10),
+  /** A PROVISIONING session that no job covers is resumed or failed after this long. */
+  SINGULACOMP_PROVISIONING_RESUME_MS: ms.default(30_000),
+  /** Period of the recovery sweep (resumes or fails interrupted provisioning). */
+  SINGULACOMP_RECOVERY_INTERVAL_MS: ms.default(10_000),
+  /** Period of the reconciler (orphaned LOCAL processes, sandboxes that vanished at their provider). */
+  SINGULACOMP_RECONCILE_INTERVAL_MS: ms.default(30_000),
+  /** Retry-After (seconds) on 503 SERVICE_UNAVAILABLE answers while PostgreSQL or Redis is down. */
+  SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(2),
   /** Provider of new projects that name none (LOCAL unless set). */
   SINGULACOMP_DEFAULT_PROVIDER: z.enum(['LOCAL', 'DAYTONA', 'E2B', 'PLATINUM']).default('LOCAL'),
   /** JSON rate overrides, e.g. {"DAYTONA":{"cpuPerHourUsd":0.03}} (defaults in SPEC R-SBX-5). */
@@ -210,6 +227,20 @@ const schema = variables.transform((e) => ({
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
+  database: {
+    poolSize: e.SINGULACOMP_DB_POOL_SIZE,
+    connectTimeoutMs: e.SINGULACOMP_DB_CONNECT_TIMEOUT_MS,
+    txMaxWaitMs: e.SINGULACOMP_TX_MAX_WAIT_MS,
+    txTimeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS,
+  },
+  transaction: { maxWaitMs: e.SINGULACOMP_TX_MAX_WAIT_MS, timeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS },
+  unavailableRetryAfterSeconds: e.SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS,
+  jobs: {
+    heartbeatSeconds: e.SINGULACOMP_JOB_HEARTBEAT_SECONDS,
+    provisioningResumeMs: e.SINGULACOMP_PROVISIONING_RESUME_MS,
+    recoveryIntervalMs: e.SINGULACOMP_RECOVERY_INTERVAL_MS,
+    reconcileIntervalMs: e.SINGULACOMP_RECONCILE_INTERVAL_MS,
+  },
   defaultProvider: e.SINGULACOMP_DEFAULT_PROVIDER as ProviderKind,
   rates: e.SINGULACOMP_RATES ?? {},
   runtimeVersion: e.SINGULACOMP_RUNTIME_VERSION ?? '0.1.0',

@@ -14,6 +14,11 @@ export interface RedisBrokerOptions {
   channel?: string;
   /** Longest wait between reconnect attempts. @default 2_000 */
   maxBackoffMs?: number;
+  /**
+   * Who "we" are on the channel (messages from ourselves were dispatched locally already).
+   * @default this process's id — one broker per process
+   */
+  originId?: string;
 }
 
 interface Wire {
@@ -24,6 +29,7 @@ interface Wire {
 export function createRedisBroker(options: RedisBrokerOptions): Broker {
   const log = options.logger.child({ module: 'pubsub-redis' });
   const channel = options.channel ?? 'singulacomp:events';
+  const originId = options.originId ?? PROCESS_ID;
   const maxBackoffMs = options.maxBackoffMs ?? 2_000;
   const common: RedisOptions = {
     retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 10), maxBackoffMs),
@@ -92,14 +98,14 @@ export function createRedisBroker(options: RedisBrokerOptions): Broker {
       return;
     }
     // Our own events were dispatched locally when published.
-    if (wire.o === PROCESS_ID) return;
+    if (wire.o === originId) return;
     for (const listener of messageListeners) listener(wire.e);
   });
 
   return {
     async publish(envelope) {
       if (!pubUp) throw new Error('Redis is unavailable');
-      await pub.publish(channel, JSON.stringify({ o: PROCESS_ID, e: envelope } satisfies Wire));
+      await pub.publish(channel, JSON.stringify({ o: originId, e: envelope } satisfies Wire));
     },
     onMessage(listener) {
       messageListeners.add(listener);

@@ -205,7 +205,22 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   start(): void {
     if (this.lastSeq === null) {
-      this.busy = false;
+      // A live-only stream starts after the topic's current seq. Without that baseline the first
+      // event to arrive would define the start, and an earlier one still on its way through the
+      // broker (another process published it) would be dropped as old: a silent gap.
+      void this.log.currentSeq(this.topic, this.key).then(
+        (seq) => {
+          if (this.lastSeq === null) this.lastSeq = seq;
+          this.drain();
+        },
+        (error: unknown) => {
+          this.logger.warn(
+            { err: error, topic: this.topic, key: this.key },
+            'could not read the current seq',
+          );
+          this.drain();
+        },
+      );
       return;
     }
     void this.fill(this.lastSeq, null).then(() => this.drain());
@@ -223,8 +238,10 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   private accept(envelope: Envelope): void {
     if (this.lastSeq !== null && envelope.seq <= this.lastSeq) return;
-    if (this.lastSeq !== null && envelope.seq > this.lastSeq + 1 && !this.options.coalesce) {
-      // Another process's event overtook this one, or the broker dropped one: read the gap.
+    if (this.lastSeq !== null && envelope.seq > this.lastSeq + 1) {
+      // Another process's event overtook this one, or the broker dropped one: read the gap (also on
+      // coalesced streams: coalescing merges what a slow reader has not taken yet, it never skips
+      // an event the reader was never given the chance to see in order).
       this.busy = true;
       this.pending.unshift(envelope);
       void this.fill(this.lastSeq, envelope.seq).then(() => this.drain());
@@ -241,12 +258,17 @@ class EventStream implements AsyncIterableIterator<Envelope> {
   /** Reads (after, before) from the log into the queue. */
   private async fill(after: number, before: number | null): Promise<void> {
     try {
-      const events = await this.log.range(this.topic, this.key, after, before, this.maxReplay + 1);
+      let events = await this.log.range(this.topic, this.key, after, before, this.maxReplay + 1);
       if (this.done) return;
-      const first = events[0];
+      let first = events[0];
       let missing = first ? first.seq !== after + 1 : before !== null && before > after + 1;
-      // Nothing retained after `after`: fine only if nothing was ever written after it.
-      if (!first && before === null) missing = (await this.log.currentSeq(this.topic, this.key)) > after;
+      // Nothing retained after `after`: fine only if nothing was ever written after it. An event
+      // appended between the two reads is not a loss: read the range once more.
+      if (!first && before === null && (await this.log.currentSeq(this.topic, this.key)) > after) {
+        events = await this.log.range(this.topic, this.key, after, before, this.maxReplay + 1);
+        first = events[0];
+        missing = first?.seq !== after + 1;
+      }
       if (this.done) return;
       if (missing || events.length > this.maxReplay) {
         this.fail(

@@ -1,6 +1,7 @@
 // graphql-ws on /graphql (SPEC §11): authentication in connection_init, connections tracked per
 // token so an expiry (4401) or a revocation seen on any process (4403) closes them, per-token
 // connection limits, server pings, slow-consumer closes (4420) and the event-log pruner.
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
@@ -9,6 +10,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 import type { Context } from '../schema/builder';
+import { withRequestId } from './faults';
 import type { Logger } from './logger';
 import type { PubSub } from '../resolvers/events/channels';
 import type { EventLog } from '../resolvers/events/event-log';
@@ -232,8 +234,15 @@ export function createRealtimeServer(deps: {
           extensions: { ...(result as ExecutionResult).extensions, seq },
         };
       },
-      execute: (args) => (args.rootValue as { execute: (a: unknown) => never }).execute(args),
-      subscribe: (args) => (args.rootValue as { subscribe: (a: unknown) => never }).subscribe(args),
+      // Each operation gets a request id, so an unexpected error it meets is logged with one.
+      execute: (args) =>
+        withRequestId(randomUUID(), () =>
+          (args.rootValue as { execute: (a: unknown) => never }).execute(args),
+        ),
+      subscribe: (args) =>
+        withRequestId(randomUUID(), () =>
+          (args.rootValue as { subscribe: (a: unknown) => never }).subscribe(args),
+        ),
     },
     wss,
     opts.keepAliveMs ?? 12_000,

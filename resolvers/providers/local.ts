@@ -43,6 +43,36 @@ export interface LocalProviderOptions {
   apiPort?: () => number | null;
   /** Further host loopback ports isolated sandboxes may reach (e.g. a model endpoint). @default [] */
   egressPorts?: number[];
+  /**
+   * Where a launched sandbox's process identity is also recorded, so a server process with another
+   * data dir on this host can find and stop it (the pid file is only under the launching one's).
+   */
+  identity?: LocalIdentityStore;
+}
+
+/** The entry process of a LOCAL sandbox: pid (= its process group) and start time in clock ticks. */
+export interface LocalProcessIdentity {
+  pid: number;
+  startTicks: string;
+  sessionId: string | null;
+}
+
+export interface LocalIdentityStore {
+  save(providerSandboxId: string, identity: LocalProcessIdentity): Promise<void>;
+  /** Null when unknown or recorded on another host. */
+  load(providerSandboxId: string): Promise<LocalProcessIdentity | null>;
+}
+
+/** Start time of pid since boot in clock ticks (field 22 of /proc/<pid>/stat); null if gone. */
+export async function processStartTicks(pid: number): Promise<string | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces and parentheses: count from the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** A TCP port on 127.0.0.1 that nobody listens on right now. */
@@ -84,12 +114,19 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       const pid = Number.parseInt(await readFile(pidFile(id), 'utf8'), 10);
       return Number.isFinite(pid) && pid > 0 ? pid : null;
     } catch {
-      return null;
+      return recordedPid(id);
     }
   }
 
+  /** The pid another server process recorded, if that very process (same start time) still runs. */
+  async function recordedPid(id: string): Promise<number | null> {
+    const identity = await options.identity?.load(id);
+    if (!identity) return null;
+    return (await processStartTicks(identity.pid)) === identity.startTicks ? identity.pid : null;
+  }
+
   async function state(id: string): Promise<SandboxState> {
-    if (!existsSync(dirOf(id))) return 'DESTROYED';
+    if (!existsSync(dirOf(id))) return (await recordedPid(id)) ? 'STARTED' : 'DESTROYED';
     const pid = await pidOf(id);
     return pid && alive(pid) ? 'STARTED' : 'STOPPED';
   }
@@ -209,6 +246,14 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       closeBridges(id).catch(() => {});
     });
     await writeFile(pidFile(id), String(child.pid));
+    const startTicks = child.pid ? await processStartTicks(child.pid) : null;
+    if (child.pid && startTicks) {
+      await options.identity?.save(id, {
+        pid: child.pid,
+        startTicks,
+        sessionId: config.env.SINGULACOMP_SESSION_ID ?? null,
+      });
+    }
     return { providerSandboxId: id, state: 'STARTED', serviceUrl: `http://127.0.0.1:${config.servicePort}` };
   }
 
@@ -227,7 +272,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       };
       return config.env?.SINGULACOMP_SESSION_ID ?? null;
     } catch {
-      return null;
+      return (await options.identity?.load(id))?.sessionId ?? null;
     }
   }
 

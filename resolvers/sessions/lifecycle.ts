@@ -39,8 +39,12 @@ export interface SessionLifecycleOptions {
   logger: Logger;
   encryptionKey: Buffer;
   retryAfterSeconds: number;
-  /** Starts provisioning in the background (resolvers/provisioning.ts). */
-  provision: (sessionId: string) => void;
+  /** Bounds of the admission transaction (waiting for a connection / running); see env.ts. */
+  transaction?: { maxWaitMs: number; timeoutMs: number };
+  /** Counts refused creates (metrics). */
+  onRefused?: () => void;
+  /** Hands provisioning to the job queue (resolvers/sessions/provisioning.ts). */
+  provision: (sessionId: string) => Promise<void>;
   /** Stops and releases the sandbox behind a session (resolvers/provisioning.ts). */
   teardown: (sessionId: string, reason: StopReason) => Promise<void>;
 }
@@ -87,9 +91,84 @@ export async function resolveProjectRef(git: GitService, repo: RepoRef, ref: str
   }
 }
 
+/**
+ * Runs tasks one at a time per key inside this process. Concurrent creates for one account queue
+ * here instead of each holding a pooled connection while it waits for the account row lock: a
+ * burst of hundreds of creates would otherwise exhaust the pool and time out (INTERNAL errors).
+ */
+export function createKeyedQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return function run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return result;
+  };
+}
+
+type AccountLimitRow = {
+  tier: 'FREE' | 'PRO' | 'TEAM' | 'ENTERPRISE';
+  concurrentSessionLimit: number | null;
+  live: number;
+};
+
 export function createSessionLifecycle(options: SessionLifecycleOptions) {
   const { db, git, events } = options;
   const log = options.logger.child({ module: 'session-lifecycle' });
+  const admissionQueue = createKeyedQueue();
+  const transaction = options.transaction ?? { maxWaitMs: 5_000, timeoutMs: 5_000 };
+
+  function refuse(limit: number, live: number): never {
+    options.onRefused?.();
+    throw concurrentSessionLimitError(limit, live, options.retryAfterSeconds);
+  }
+
+  /**
+   * Admits one session against the account's limit (R-SES-2). A cheap unlocked count refuses first:
+   * it can only over-count (a concurrent stop), never admit. The authoritative check runs in a short
+   * transaction holding the account row lock, which serialises admissions across server processes,
+   * so N parallel creates against a limit of L admit exactly L.
+   */
+  async function admit(
+    principal: Principal,
+    data: Parameters<Db['session']['create']>[0]['data'],
+  ): Promise<Session> {
+    return admissionQueue(principal.accountId, async () => {
+      const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
+        SELECT a."tier", a."concurrentSessionLimit",
+          (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
+             AND s."status" IN ('PROVISIONING', 'RUNNING'))::int AS "live"
+        FROM "Account" a WHERE a."id" = ${principal.accountId}::uuid`;
+      if (!cheap) throw new NotFoundError('Account not found.');
+      const cheapLimit = sessionLimit(cheap);
+      if (cheap.live >= cheapLimit) refuse(cheapLimit, cheap.live);
+      return db.$transaction(
+        async (tx) => {
+          const [account] = await tx.$queryRaw<Omit<AccountLimitRow, 'live'>[]>`
+            SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${principal.accountId}::uuid FOR UPDATE`;
+          if (!account) throw new NotFoundError('Account not found.');
+          const limit = sessionLimit(account);
+          const live = await tx.session.count({
+            where: { accountId: principal.accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
+          });
+          if (live >= limit) refuse(limit, live);
+          return tx.session.create({ data });
+        },
+        { maxWait: transaction.maxWaitMs, timeout: transaction.timeoutMs },
+      );
+    });
+  }
+
+  /** Gives a reserved slot back: the create failed on input the caller can fix; nothing was published. */
+  async function release(sessionId: string): Promise<void> {
+    await db.session.delete({ where: { id: sessionId } }).catch((error: unknown) => {
+      log.error({ sessionId, err: error }, 'could not release a reserved session slot');
+    });
+  }
 
   async function loadSessionFor(principal: Principal, id: string): Promise<Session> {
     const sessionId = parseId(id, 'Session', ['input', 'sessionId']);
@@ -162,45 +241,40 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         template = await db.template.findFirst({ where: { projectId, isDefault: true } });
       }
 
+      const sessionId = randomUUID();
+      // Admission first: a refused create never waits behind git, provider or snapshot work. The
+      // slot is reserved (a PROVISIONING row without a base commit) before the ref is resolved, and
+      // given back if the ref turns out not to exist.
+      const reserved = await admit(principal, {
+        id: sessionId,
+        accountId: principal.accountId,
+        projectId,
+        userId: principal.kind === 'USER' ? principal.userId : null,
+        templateId: template?.id ?? null,
+        agent,
+        status: 'PROVISIONING',
+        branchName: sessionId,
+        baseRef,
+        prompt,
+        turnLedgerId: randomUUID(),
+      });
+
       const repo = repoRef(project, options.encryptionKey);
-      const baseCommit = await resolveProjectRef(git, repo, baseRef);
+      let baseCommit: string | null;
+      try {
+        baseCommit = await resolveProjectRef(git, repo, baseRef);
+      } catch (error) {
+        await release(reserved.id);
+        throw error;
+      }
       if (!baseCommit) {
+        await release(reserved.id);
         throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
           'input',
           'baseRef',
         ]);
       }
-
-      const sessionId = randomUUID();
-      // Admission: the account row lock serialises concurrent creates for one account across every
-      // server process, so N parallel creates against a limit of L admit exactly L.
-      const session = await db.$transaction(async (tx) => {
-        const [account] = await tx.$queryRaw<
-          Array<{ tier: 'FREE' | 'PRO' | 'TEAM' | 'ENTERPRISE'; concurrentSessionLimit: number | null }>
-        >`SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${principal.accountId}::uuid FOR UPDATE`;
-        if (!account) throw new NotFoundError('Account not found.');
-        const limit = sessionLimit(account);
-        const live = await tx.session.count({
-          where: { accountId: principal.accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
-        });
-        if (live >= limit) throw concurrentSessionLimitError(limit, live, options.retryAfterSeconds);
-        return tx.session.create({
-          data: {
-            id: sessionId,
-            accountId: principal.accountId,
-            projectId,
-            userId: principal.kind === 'USER' ? principal.userId : null,
-            templateId: template?.id ?? null,
-            agent,
-            status: 'PROVISIONING',
-            branchName: sessionId,
-            baseRef,
-            baseCommit,
-            prompt,
-            turnLedgerId: randomUUID(),
-          },
-        });
-      });
+      const session = await db.session.update({ where: { id: reserved.id }, data: { baseCommit } });
       // No sandbox yet: the event says so, whatever exists when a subscriber resolves it.
       await events.session({ ...session, sandbox: null });
 
@@ -211,7 +285,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         log.warn({ sessionId, err: error }, 'branch cut failed');
         return this.fail(session.id, reason);
       }
-      options.provision(session.id);
+      await options.provision(session.id);
       return session;
     },
 

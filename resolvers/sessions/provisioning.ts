@@ -1,5 +1,7 @@
-// Provisioning and teardown of a session's sandbox through its provider. Runs in the background of
-// the process that admitted the session; every transition is written, then published.
+// Provisioning and teardown of a session's sandbox through its provider. Runs as a durable job
+// (resolvers/jobs/queue.ts) on whichever process picks it up; a job whose process died is resumed
+// by another, so an attempt first removes what an earlier attempt left. Every transition is
+// written, then published.
 //
 // Order: provider (template's, else project's) → spec clamped to the provider's caps (warnings kept
 // on the sandbox and the template) → image snapshot (PREPARING_IMAGE while it builds) → sandbox
@@ -20,6 +22,8 @@ import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '
 import { repoRef } from './lifecycle';
 import type { SnapshotService } from '../snapshots/snapshots';
 import type { TokenService } from '../auth/tokens';
+import { JOBS, type JobQueue } from '../jobs/queue';
+import { isUnavailable } from '../unavailable';
 
 export const DEFAULT_SPEC: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
 const LIVE_SANDBOX: SandboxState[] = ['PENDING', 'CREATING', 'STARTING', 'STARTED'];
@@ -38,6 +42,8 @@ export interface ProvisionerOptions {
   onFailed: (sessionId: string, reason: string) => Promise<unknown>;
   /** The provider no longer knows a live session's sandbox (stops the session with PROVIDER). */
   onProviderGone?: (sessionId: string) => Promise<unknown>;
+  /** Where provisioning and teardown retries run; without it they run in this process only. */
+  jobs?: JobQueue;
 }
 
 export type Provisioner = ReturnType<typeof createProvisioner>;
@@ -117,12 +123,36 @@ export function createProvisioner(options: ProvisionerOptions) {
     });
   }
 
-  async function provision(sessionId: string): Promise<void> {
+  /**
+   * A resumed attempt starts from scratch: whatever an earlier attempt (on a process that died)
+   * created is destroyed and its row removed, so nothing leaks and the sandbox row can be recreated.
+   */
+  async function clearEarlierAttempt(sessionId: string): Promise<void> {
+    const earlier = await db.sandbox.findUnique({ where: { sessionId } });
+    if (!earlier) return;
+    if (earlier.providerSandboxId) {
+      await providers
+        .get(earlier.provider)
+        .destroy(earlier.providerSandboxId)
+        .catch((error: unknown) => {
+          if (!(error instanceof ProviderNotFoundError)) throw error;
+        });
+    }
+    await db.sandbox.delete({ where: { id: earlier.id } });
+    log.info({ sessionId, sandboxId: earlier.id }, 'removed the sandbox of an interrupted attempt');
+  }
+
+  async function provision(sessionId: string, attempt = 1, jobId: string | null = null): Promise<void> {
     const session = await db.session.findUniqueOrThrow({
       where: { id: sessionId },
       include: { project: { include: { secrets: { where: { runtimeDelivery: true } } } }, template: true },
     });
     if (session.status !== 'PROVISIONING') return;
+    await db.session.updateMany({
+      where: { id: sessionId, status: 'PROVISIONING' },
+      data: { provisioningAttempts: attempt, provisioningJobId: jobId, provisioningError: null },
+    });
+    await clearEarlierAttempt(sessionId);
     const providerName: ProviderName = session.template?.provider ?? session.project.provider;
     let sandboxId: string | null = null;
     let providerSandboxId: string | null = null;
@@ -268,6 +298,12 @@ export function createProvisioner(options: ProvisionerOptions) {
         await db.session.update({ where: { id: sessionId }, data: { provisioningPhase: null } });
       }
     } catch (error) {
+      // The database (or Redis) went away mid-way: nothing is known to be wrong with the sandbox.
+      // The job retries with backoff and the next attempt starts over (clearEarlierAttempt).
+      if (options.jobs && isUnavailable(error)) {
+        log.warn({ sessionId, err: error }, 'provisioning interrupted by an outage; the job retries');
+        throw error;
+      }
       const reason = `Provisioning on ${providerName} failed: ${(error as Error).message}`;
       log.warn({ sessionId, err: error }, 'provisioning failed');
       // The provider can no longer boot this snapshot (failed, removed): the next session rebuilds it.
@@ -295,10 +331,13 @@ export function createProvisioner(options: ProvisionerOptions) {
         const row = await db.sandbox.findUnique({ where: { id: sandboxId } });
         if (row) await markHalted(row, 'ERROR', { error: reason.slice(0, 2_000) }).catch(() => {});
       }
+      // A failure to record the failure propagates: the job retries it instead of leaving the
+      // session PROVISIONING.
       await options.onFailed(sessionId, reason);
-      await db.session
-        .updateMany({ where: { id: sessionId }, data: { provisioningPhase: null } })
-        .catch(() => undefined);
+      await db.session.updateMany({
+        where: { id: sessionId },
+        data: { provisioningPhase: null, provisioningError: reason.slice(0, 2_000) },
+      });
     }
   }
 
@@ -310,7 +349,9 @@ export function createProvisioner(options: ProvisionerOptions) {
     });
     await db.session.updateMany({ where: { id: sessionId }, data: { provisioningPhase: null } });
     const sandbox = await db.sandbox.findUnique({ where: { sessionId } });
-    if (!sandbox || !LIVE_SANDBOX.includes(sandbox.status as SandboxState)) return;
+    // STOPPING and STOPPED-but-not-destroyed: an earlier teardown stopped half-way (its retry job).
+    const unfinished = [...LIVE_SANDBOX, 'STOPPING', ...(sandbox?.providerSandboxId ? ['STOPPED'] : [])];
+    if (!sandbox || !unfinished.includes(sandbox.status as SandboxState)) return;
     await setSandbox(sandbox.id, { status: 'STOPPING', stopReason: reason });
     const provider = providers.get(sandbox.provider);
     let gone = false;
@@ -352,19 +393,74 @@ export function createProvisioner(options: ProvisionerOptions) {
     work.finally(() => inFlight.delete(work)).catch(() => {});
   }
 
+  /** Sessions this process handed to the job queue and has not yet seen finish (drain). */
+  const handedOff = new Set<string>();
+
   return {
-    /** Starts provisioning in the background; shutdown waits for it (drain). */
-    start(sessionId: string): void {
-      track(
-        provision(sessionId).catch((error: unknown) => {
-          log.error({ sessionId, err: error }, 'provisioning crashed');
-        }),
-      );
+    /** Hands provisioning to the job queue (or runs it in the background without one). */
+    async start(sessionId: string): Promise<void> {
+      if (!options.jobs) {
+        track(
+          provision(sessionId).catch((error: unknown) => {
+            log.error({ sessionId, err: error }, 'provisioning crashed');
+          }),
+        );
+        return;
+      }
+      try {
+        await options.jobs.send(JOBS.provision, { sessionId }, sessionId);
+        handedOff.add(sessionId);
+      } catch (error) {
+        // The recovery sweep enqueues it again (resolvers/sessions/recovery.ts).
+        log.error({ sessionId, err: error }, 'could not enqueue provisioning');
+      }
+    },
+    /** The job handler: one attempt (retryCount 0 = first). Throws to have the job retried. */
+    async runProvisionJob(job: {
+      id: string;
+      retryCount: number;
+      data: { sessionId: string };
+    }): Promise<void> {
+      const work = provision(job.data.sessionId, job.retryCount + 1, job.id);
+      track(work.catch(() => undefined));
+      try {
+        await work;
+      } catch (error) {
+        await db.session
+          .updateMany({
+            where: { id: job.data.sessionId },
+            data: { provisioningError: String((error as Error).message ?? error).slice(0, 2_000) },
+          })
+          .catch(() => undefined);
+        throw error;
+      } finally {
+        handedOff.delete(job.data.sessionId);
+      }
     },
     teardown,
     syncProviderState,
+    /** Waits until provisioning this process started or handed off has finished (tests, benchmarks). */
     async drain(): Promise<void> {
-      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      while (inFlight.size > 0 || handedOff.size > 0) {
+        if (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        else {
+          // Handed-off jobs may run on another process: done once no job for them is pending.
+          for (const sessionId of [...handedOff]) {
+            const row = await db.session.findUnique({ where: { id: sessionId } });
+            if (row?.status !== 'PROVISIONING' || row.provisioningPhase === 'STARTING') {
+              handedOff.delete(sessionId);
+              continue;
+            }
+            const pending = await options.jobs
+              ?.history(JOBS.provision, sessionId)
+              .then((jobs) =>
+                jobs.some((j) => j.state === 'created' || j.state === 'retry' || j.state === 'active'),
+              );
+            if (!pending) handedOff.delete(sessionId);
+          }
+          if (handedOff.size > 0) await new Promise((r) => setTimeout(r, 50));
+        }
+      }
     },
   };
 }

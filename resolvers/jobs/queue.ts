@@ -1,0 +1,153 @@
+// Durable background work (provisioning, teardown retries) on pg-boss: jobs live in PostgreSQL
+// (schema `pgboss`), survive a process crash, retry with backoff, and each runs on one process of
+// the fleet at a time. A worker that dies stops heart-beating; pg-boss's monitor then hands the job
+// to another process (or retries it here after a restart) within `heartbeatSeconds` plus one
+// monitor pass. On the embedded default the queue runs on the same PGlite instance
+// (pg-boss's own adapter), so a restart resumes what the previous run left. See
+// docs/background-jobs.md for why pg-boss and not graphile-worker.
+import { type Job, PgBoss, fromPglite } from 'pg-boss';
+import type { Database, Logger } from '../platform';
+
+export const JOBS = {
+  provision: 'session-provision',
+  teardown: 'session-teardown',
+} as const;
+
+export type JobName = (typeof JOBS)[keyof typeof JOBS];
+
+export interface ProvisionJob {
+  sessionId: string;
+}
+
+export interface TeardownJob {
+  sessionId: string;
+  reason: string;
+}
+
+export interface JobQueueOptions {
+  database: Database;
+  logger: Logger;
+  /**
+   * A job whose worker has not heart-beaten for this long is taken over (owner died).
+   * pg-boss's minimum is 10. @default 10
+   */
+  heartbeatSeconds?: number;
+  /** Attempts after the first. @default 4 */
+  retryLimit?: number;
+  /** Poll interval of this process's workers. @default 1 */
+  pollingIntervalSeconds?: number;
+  /** Jobs of one kind this process runs at once. @default 4 */
+  concurrency?: number;
+}
+
+export interface JobStatus {
+  id: string;
+  state: 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';
+  retryCount: number;
+  output: unknown;
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;
+
+export function createJobQueue(options: JobQueueOptions) {
+  const log = options.logger.child({ module: 'jobs' });
+  const heartbeatSeconds = Math.max(10, options.heartbeatSeconds ?? 10);
+  const { database } = options;
+  const common = {
+    schema: 'pgboss',
+    // The monitor is what notices a dead worker's missing heartbeat: keep it well inside 60 s.
+    monitorIntervalSeconds: Math.min(heartbeatSeconds, 10),
+    superviseIntervalSeconds: 10,
+    // Instance registration is diagnostics only; skip its extra writes.
+    registerInstance: false,
+    persistWarnings: false,
+    persistQueueStats: false,
+  };
+  const boss =
+    database.kind === 'pglite' && database.pglite
+      ? new PgBoss({ ...common, db: fromPglite(database.pglite), backend: 'pglite' })
+      : new PgBoss({ ...common, connectionString: database.url ?? undefined, max: 4 });
+  // pg-boss reports background failures (maintenance, polling during an outage) here; without a
+  // listener they would crash the process.
+  boss.on('error', (error) => log.warn({ err: error }, 'job queue error'));
+
+  const queueOptions = {
+    retryLimit: options.retryLimit ?? 4,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    heartbeatSeconds,
+    // Image builds can take a while; the heartbeat, not this, detects a dead worker.
+    expireInSeconds: 3_600,
+  };
+  let started = false;
+
+  return {
+    boss,
+    async start(): Promise<void> {
+      await boss.start();
+      for (const name of Object.values(JOBS)) {
+        const existing = await boss.getQueue(name);
+        if (existing) {
+          const { heartbeatSeconds: _h, retryDelayMax: _r, ...updatable } = queueOptions;
+          await boss.updateQueue(name, updatable);
+        }
+        // stately + singletonKey = session id: at most one queued and one running attempt per session.
+        else await boss.createQueue(name, { ...queueOptions, policy: 'stately' });
+      }
+      started = true;
+    },
+
+    /** Enqueues a job; `key` names the resource so its history can be found (findJobs). */
+    async send(name: JobName, data: object, key: string): Promise<string | null> {
+      return boss.send(name, data, { singletonKey: key });
+    },
+
+    /** Runs handler for jobs of `name` on this process until stop(). */
+    async work<T extends object>(name: JobName, handler: (job: Job<T>) => Promise<unknown>): Promise<void> {
+      await boss.work<T>(
+        name,
+        {
+          pollingIntervalSeconds: options.pollingIntervalSeconds ?? 1,
+          batchSize: 1,
+          localConcurrency: options.concurrency ?? 4,
+        },
+        async ([job]) => {
+          if (job) return handler(job);
+          return undefined;
+        },
+      );
+    },
+
+    /** The newest jobs of `name` for `key`, newest first. */
+    async history(name: JobName, key: string): Promise<JobStatus[]> {
+      const jobs = await boss.findJobs(name, { key });
+      return jobs
+        .sort((a, b) => b.createdOn.getTime() - a.createdOn.getTime())
+        .map((j) => ({ id: j.id, state: j.state, retryCount: j.retryCount, output: j.output }));
+    },
+
+    /** Queued + active jobs per queue (metrics). */
+    async depth(): Promise<Record<JobName, { queued: number; active: number; failed: number }>> {
+      const result = {} as Record<JobName, { queued: number; active: number; failed: number }>;
+      for (const name of Object.values(JOBS)) {
+        const q = await boss.getQueue(name);
+        result[name] = {
+          queued: q?.queuedCount ?? 0,
+          active: q?.activeCount ?? 0,
+          failed: q?.failedCount ?? 0,
+        };
+      }
+      return result;
+    },
+
+    /** Stops polling; waits up to timeoutMs for running jobs (the rest resume elsewhere). */
+    async stop(timeoutMs: number): Promise<void> {
+      if (!started) return;
+      started = false;
+      await boss.stop({ graceful: true, timeout: timeoutMs, close: true }).catch((error: unknown) => {
+        log.warn({ err: error }, 'job queue did not stop cleanly');
+      });
+    },
+  };
+}
