@@ -36,6 +36,11 @@ import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
+import type { Socket } from 'node:net';
+import { createAgentProxy } from './agent-proxy';
+import { createDaemonProxy } from './daemon-proxy';
+import { createLlmGateway } from './llm-gateway';
+import { createPreviewProxy } from './preview-proxy';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -217,39 +222,37 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     ],
   });
 
+  const llmGateway = createLlmGateway({ service: services.llmGateway, logger });
+  const daemonProxy = createDaemonProxy({ daemon: services.daemon, logger });
+  const agentProxy = createAgentProxy({
+    access: services.access,
+    daemon: services.daemon,
+    proxy: daemonProxy,
+    logger,
+  });
+  const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
+
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz' || path === '/readyz') {
-      await answerHealth(path, res, { database, pubsub, draining: () => draining });
-      return;
-    }
-    if (path === '/metrics') {
-      const body = await metrics.registry.metrics();
-      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
-      return;
-    }
-    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
-    if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
-      return;
-    }
+  /** Counts a request for the drain and records its duration under a coarse route label. */
+  const track = (res: ServerResponse, route: string): void => {
     inFlight++;
     const started = process.hrtime.bigint();
     res.once('close', () => {
       metrics.httpDuration.observe(
-        { route: path === '/graphql' ? 'graphql' : 'other', status: String(res.statusCode) },
+        { route, status: String(res.statusCode) },
         Number(process.hrtime.bigint() - started) / 1e9,
       );
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
     if (draining) res.setHeader('connection', 'close');
-    // yoga builds a URL from Host and the path; a malformed one threw before any handler (a 500
-    // with a stack). It is the caller's error.
+  };
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // yoga and the proxies build a URL from Host and the path; a malformed one threw before any
+    // handler (a 500 with a stack). It is the caller's error.
     if (!URL.canParse(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`)) {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(
@@ -261,6 +264,39 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     }
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
+    // Subdomain previews own every path of their host, /healthz and /graphql included.
+    if (previewProxy.matches(req, path)) {
+      track(res, 'preview');
+      await previewProxy.handle(req, res);
+      return;
+    }
+    if (path === '/healthz' || path === '/readyz') {
+      await answerHealth(path, res, { database, pubsub, draining: () => draining });
+      return;
+    }
+    if (path === '/metrics') {
+      const body = await metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
+      return;
+    }
+    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
+    // The gateway and the agent proxy carry their own body limits (screenshots, uploads).
+    if (llmGateway.matches(path)) {
+      track(res, 'llm');
+      await llmGateway.handle(req, res);
+      return;
+    }
+    if (agentProxy.matches(path)) {
+      track(res, 'agent');
+      await agentProxy.handle(req, res);
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
+      return;
+    }
+    track(res, path === '/graphql' ? 'graphql' : 'other');
     try {
       // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
       await withRequestId(requestId, () => yoga.requestListener(req, res));
@@ -279,7 +315,17 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     }
   });
 
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: DECLARED_BODY_LIMIT_BYTES });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (previewProxy.matches(req, path)) return void previewProxy.upgrade(req, socket, head);
+    if (agentProxy.matches(path)) return void agentProxy.upgrade(req, socket, head);
+    if (path === '/graphql') {
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      return;
+    }
+    socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  });
   const realtime = createRealtimeServer({
     wss,
     yoga,
@@ -348,6 +394,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       server.closeAllConnections();
       await realtime.close();
       wss.close();
+      daemonProxy.close();
       // Bounded: provisioning still running after the grace period resumes on another process
       // (or on this one after a restart) from its durable job.
       await services.stopBackground(env.shutdownGraceMs);
