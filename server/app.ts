@@ -10,7 +10,8 @@ import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
-import { createLocalProvider } from '../resolvers/providers/local';
+import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
+import { bwrapAvailable } from '../resolvers/providers/local-isolation';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
@@ -65,6 +66,34 @@ function defaultEntryCommand(): string {
   return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
 }
 
+/**
+ * How LOCAL sandboxes run here: bubblewrap when it works (or is demanded), else plain processes,
+ * announced loudly and refused in production unless SINGULACOMP_LOCAL_ISOLATION=none says so.
+ */
+function localIsolation(env: ServerEnv, log: Logger): LocalProviderOptions['isolation'] {
+  if (env.localIsolation === 'none') {
+    log.warn('SINGULACOMP_LOCAL_ISOLATION=none: LOCAL sandboxes run unisolated, as this server user');
+    return { mode: 'none' };
+  }
+  if (bwrapAvailable()) return { mode: 'bwrap', dataDir: env.dataDir };
+  const why =
+    'bubblewrap (bwrap) is missing or cannot create namespaces here, so LOCAL sandboxes would run ' +
+    'unisolated and could read this server’s data dir and reach its database';
+  if (env.localIsolation === 'bwrap' || env.nodeEnv === 'production') {
+    log.error(
+      `${why}; LOCAL sandboxes are refused (install bubblewrap, or set SINGULACOMP_LOCAL_ISOLATION=none to accept the risk)`,
+    );
+    return {
+      mode: 'none',
+      refuse:
+        'LOCAL sandboxes are refused: this server cannot isolate them (bubblewrap unavailable). ' +
+        'Install bubblewrap, or set SINGULACOMP_LOCAL_ISOLATION=none to run them unisolated.',
+    };
+  }
+  log.warn(`WARNING: ${why}. Development only; NODE_ENV=production refuses them.`);
+  return { mode: 'none' };
+}
+
 export async function buildApp(options: AppOptions = {}): Promise<App> {
   const env = options.env ?? parseEnv();
   const logger =
@@ -110,6 +139,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     entryCommand: env.localEntry ?? defaultEntryCommand(),
     passEnv: ['PATH', 'LANG', 'TZ', ...env.localPassEnv],
     clone: (repo, branch, dir) => git.cloneWorkspace(repo, branch, dir),
+    isolation: localIsolation(env, log),
+    apiPort: () => (url ? Number(new URL(url).port) : null),
+    egressPorts: env.localEgressPorts,
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,
@@ -241,6 +273,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       const host = env.host === '0.0.0.0' || env.host === '::' ? '127.0.0.1' : env.host;
       url = `http://${host}:${port}`;
       app.url = url;
+      for (const failure of await local.reattach()) {
+        log.error(
+          { providerSandboxId: failure.id, err: failure.error },
+          'could not reattach a LOCAL sandbox',
+        );
+      }
       services.reaper.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {

@@ -88,6 +88,31 @@ const variables = z.object({
       ),
     )
     .optional(),
+  /**
+   * `bwrap` isolates LOCAL sandboxes (namespaces, private filesystem, no host network); `none` runs
+   * them as plain processes of the server's user. Unset: bwrap when it works here, else `none` with
+   * a warning, and LOCAL sandboxes refused under NODE_ENV=production.
+   */
+  SINGULACOMP_LOCAL_ISOLATION: z.enum(['bwrap', 'none']).optional(),
+  /** Comma-separated host loopback ports isolated LOCAL sandboxes may reach besides the API (e.g. a model endpoint). */
+  SINGULACOMP_LOCAL_EGRESS_PORTS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n.length > 0),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(/^\d{1,5}$/, 'not a port')
+          .transform(Number)
+          .pipe(z.number().int().min(1).max(65_535)),
+      ),
+    )
+    .optional(),
   SINGULACOMP_GRAPHIQL: bool.optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
@@ -147,6 +172,9 @@ const schema = variables.transform((e) => ({
   localEntry: e.SINGULACOMP_LOCAL_ENTRY ?? null,
   /** Extra host variables passed into LOCAL sandboxes (SINGULACOMP_LOCAL_PASS_ENV). */
   localPassEnv: e.SINGULACOMP_LOCAL_PASS_ENV ?? [],
+  /** SINGULACOMP_LOCAL_ISOLATION; null: detect. */
+  localIsolation: (e.SINGULACOMP_LOCAL_ISOLATION ?? null) as 'bwrap' | 'none' | null,
+  localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
   graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
   idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
@@ -181,6 +209,18 @@ export type ServerEnv = z.output<typeof schema>;
 /** Rules across variables; checked on the raw values so they are reported with every field problem. */
 function crossFieldProblems(raw: Record<string, string>): string[] {
   const problems: string[] = [];
+  // The database and Redis are exactly what sandboxes must never reach.
+  const egress = (raw.SINGULACOMP_LOCAL_EGRESS_PORTS ?? '').split(',').map((p) => Number(p.trim()));
+  for (const [name, fallback] of [
+    ['DATABASE_URL', 5432],
+    ['REDIS_URL', 6379],
+  ] as const) {
+    const url = raw[name];
+    if (!url || !URL.canParse(url)) continue;
+    const port = Number(new URL(url).port || fallback);
+    if (egress.includes(port))
+      problems.push(`  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`);
+  }
   if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
   }

@@ -1,11 +1,22 @@
 // The LOCAL provider (R-SBX-2): a sandbox is a directory under the data dir and a process group on
 // this host. The workspace is a clone of the session branch; the entry process gets the injected
-// environment of R-SBX-3 and nothing else from the server's own environment.
+// environment of R-SBX-3 and nothing else from the server's own environment. With bubblewrap
+// (local-isolation.ts) the process group runs in namespaces of its own and sees only its workspace
+// and home; without it a sandbox runs as the server's user and can read what the server can.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { ProviderValidationError } from './errors';
+import {
+  BRIDGE_SCRIPT,
+  type HostBridges,
+  SANDBOX_RUN_DIR,
+  bwrapArgs,
+  defaultReadOnlyDirs,
+  openHostBridges,
+} from './local-isolation';
 import { killByEnvironment } from './process-tree';
 import type { CreateSandboxRequest, ProviderSandbox, SandboxProvider, SandboxState } from './types';
 
@@ -23,6 +34,15 @@ export interface LocalProviderOptions {
   /** Variables from the host passed through (PATH is needed to find node and git). @default ['PATH','LANG','TZ'] */
   passEnv?: string[];
   hostEnv?: Record<string, string | undefined>;
+  /**
+   * `bwrap`: namespaces and a private filesystem per sandbox. `none`: plain host processes; with
+   * `refuse` set, launching is refused with that message (production without isolation).
+   */
+  isolation: { mode: 'bwrap'; dataDir: string; readOnlyDirs?: string[] } | { mode: 'none'; refuse?: string };
+  /** Loopback port of this server's API, forwarded into isolated sandboxes. */
+  apiPort?: () => number | null;
+  /** Further host loopback ports isolated sandboxes may reach (e.g. a model endpoint). @default [] */
+  egressPorts?: number[];
 }
 
 /** A TCP port on 127.0.0.1 that nobody listens on right now. */
@@ -49,8 +69,12 @@ function alive(pid: number): boolean {
 
 export function createLocalProvider(options: LocalProviderOptions): SandboxProvider & {
   processOf(providerSandboxId: string): ChildProcess | undefined;
+  /** Reopens the host side of every running isolated sandbox (after this server restarted); returns failures. */
+  reattach(): Promise<Array<{ id: string; error: unknown }>>;
 } {
   const children = new Map<string, ChildProcess>();
+  const bridges = new Map<string, HostBridges>();
+  const isolation = options.isolation;
   const dirOf = (id: string) => join(options.rootDir, id.replace(/[^a-zA-Z0-9-]/g, ''));
   const pidFile = (id: string) => join(dirOf(id), 'entry.pid');
   const hostEnv = options.hostEnv ?? process.env;
@@ -70,12 +94,41 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     return pid && alive(pid) ? 'STARTED' : 'STOPPED';
   }
 
+  interface SandboxConfig {
+    env: Record<string, string>;
+    servicePort: number;
+    /** Port the API answers on inside an isolated sandbox (fixed at creation, survives restarts). */
+    apiPortInside?: number;
+  }
+
+  const readConfig = async (id: string) =>
+    JSON.parse(await readFile(join(dirOf(id), 'sandbox.json'), 'utf8')) as SandboxConfig;
+
+  /** The host half of an isolated sandbox's network, (re)opened by whichever process runs it now. */
+  async function ensureBridges(id: string, config: SandboxConfig): Promise<void> {
+    if (isolation.mode !== 'bwrap' || bridges.has(id)) return;
+    const egress = new Map<number, number>();
+    const apiPort = options.apiPort?.() ?? null;
+    if (config.apiPortInside && apiPort) egress.set(config.apiPortInside, apiPort);
+    for (const port of options.egressPorts ?? []) egress.set(port, port);
+    bridges.set(
+      id,
+      await openHostBridges({ runDir: join(dirOf(id), 'run'), egress, servicePort: config.servicePort }),
+    );
+  }
+
+  async function closeBridges(id: string): Promise<void> {
+    const open = bridges.get(id);
+    bridges.delete(id);
+    await open?.close();
+  }
+
   async function launch(id: string): Promise<ProviderSandbox> {
+    if (isolation.mode === 'none' && isolation.refuse) {
+      throw new ProviderValidationError(isolation.refuse, { provider: 'LOCAL', operation: 'create' });
+    }
     const dir = dirOf(id);
-    const config = JSON.parse(await readFile(join(dir, 'sandbox.json'), 'utf8')) as {
-      env: Record<string, string>;
-      servicePort: number;
-    };
+    const config = await readConfig(id);
     const opencodePort = await freePort();
     const workspace = join(dir, 'workspace');
     const home = join(dir, 'home');
@@ -90,27 +143,78 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
         hostEnv[k] ? [[k, hostEnv[k] as string]] : [],
       ),
     );
+    // Delivered variables first, then the host's and the sandbox's own, then the platform's:
+    // a delivered PATH or HOME never replaces ours, and nothing overrides SINGULACOMP_*.
+    const platform = Object.fromEntries(
+      Object.entries(config.env).filter(([k]) => k.startsWith('SINGULACOMP_')),
+    );
+    const env: Record<string, string> = { ...config.env, ...passed, HOME: home, ...platform };
+    let file = '/bin/sh';
+    let args = ['-c', command];
+    if (isolation.mode === 'bwrap') {
+      await ensureBridges(id, config);
+      if (config.apiPortInside) env.SINGULACOMP_API_URL = `http://127.0.0.1:${config.apiPortInside}`;
+      // Only system directories and this Node are visible inside: the server's own Node comes first.
+      env.PATH = [dirname(process.execPath), ...(env.PATH ?? '/usr/bin:/bin').split(':')].join(':');
+      const runDir = join(dir, 'run');
+      const spec = {
+        runDir: SANDBOX_RUN_DIR,
+        egressPorts: [
+          ...new Set([
+            ...(config.apiPortInside ? [config.apiPortInside] : []),
+            ...(options.egressPorts ?? []),
+          ]),
+        ],
+        servicePort: config.servicePort,
+      };
+      file = 'bwrap';
+      args = [
+        ...bwrapArgs({
+          workspace,
+          home,
+          runDir,
+          dataDir: isolation.dataDir,
+          readOnly: isolation.readOnlyDirs ?? defaultReadOnlyDirs(),
+        }),
+        '--',
+        process.execPath,
+        BRIDGE_SCRIPT,
+        JSON.stringify(spec),
+        '/bin/sh',
+        '-c',
+        command,
+      ];
+    }
     const log = createWriteStream(join(dir, 'entry.log'), { flags: 'a' });
-    const child = spawn('/bin/sh', ['-c', command], {
+    const child = spawn(file, args, {
       cwd: workspace,
-      env: { ...passed, HOME: home, ...config.env },
+      env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+    } catch (error) {
+      await closeBridges(id);
+      throw error;
+    }
     children.set(id, child);
-    child.once('exit', () => children.delete(id));
+    child.once('exit', () => {
+      children.delete(id);
+      closeBridges(id).catch(() => {});
+    });
     await writeFile(pidFile(id), String(child.pid));
     return { providerSandboxId: id, state: 'STARTED', serviceUrl: `http://127.0.0.1:${config.servicePort}` };
   }
 
   async function stopProcess(id: string): Promise<void> {
     await stopGroup(id);
+    await closeBridges(id);
     // Whatever left the entry's process group (OpenCode) still carries the sandbox's session id.
     const sessionId = await sessionIdOf(id);
     if (sessionId) await killByEnvironment('SINGULACOMP_SESSION_ID', sessionId);
@@ -152,6 +256,17 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     name: 'LOCAL',
     processOf: (id) => children.get(id),
 
+    async reattach() {
+      const failures: Array<{ id: string; error: unknown }> = [];
+      if (isolation.mode !== 'bwrap') return failures;
+      const ids = await readdir(options.rootDir).catch(() => [] as string[]);
+      for (const id of ids) {
+        if ((await state(id)) !== 'STARTED') continue;
+        await ensureBridges(id, await readConfig(id)).catch((error: unknown) => failures.push({ id, error }));
+      }
+      return failures;
+    },
+
     async create(request: CreateSandboxRequest) {
       const id = `local-${request.sandboxId}`;
       const dir = dirOf(id);
@@ -163,21 +278,19 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       );
       const servicePort = await freePort();
       const env = { ...request.env, SINGULACOMP_SERVICE_PORT: String(servicePort) };
+      const apiPortInside = isolation.mode === 'bwrap' ? (options.apiPort?.() ?? undefined) : undefined;
       await writeFile(
         join(dir, 'sandbox.json'),
-        JSON.stringify({ env, servicePort, labels: request.labels }),
-        {
-          mode: 0o600,
-        },
+        JSON.stringify({ env, servicePort, apiPortInside, labels: request.labels }),
+        { mode: 0o600 },
       );
       return launch(id);
     },
 
     async start(id) {
       if ((await state(id)) === 'STARTED') {
-        const config = JSON.parse(await readFile(join(dirOf(id), 'sandbox.json'), 'utf8')) as {
-          servicePort: number;
-        };
+        const config = await readConfig(id);
+        await ensureBridges(id, config);
         return {
           providerSandboxId: id,
           state: 'STARTED',

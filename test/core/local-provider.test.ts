@@ -20,6 +20,7 @@ test('stopping a LOCAL sandbox also ends processes that left its process group',
     entryCommand: 'setsid sleep 600 & exec sleep 600',
     clone: (r, branch, dir) => git.cloneWorkspace(r, branch, dir),
     stopGraceMs: 500,
+    isolation: { mode: 'none' },
   });
   const sessionId = `test-${Date.now()}`;
   const created = await provider.create({

@@ -29,7 +29,7 @@ export interface E2e {
   repo: TestRepo;
   /** Directory of a LOCAL sandbox (workspace/, home/, entry.pid, entry.log). */
   sandboxDir(providerSandboxId: string): string;
-  /** pid of the sandbox's entry process (the daemon: the entry command execs it). */
+  /** Host pid of the sandbox's daemon. */
   daemonPid(providerSandboxId: string): number;
   /** Processes (pid) whose working directory is inside the sandbox: the daemon and OpenCode. */
   processesIn(providerSandboxId: string): number[];
@@ -53,6 +53,8 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
       // Empty selects the default entry command: the bundled daemon.
       SINGULACOMP_LOCAL_ENTRY: '',
       SINGULACOMP_LOCAL_PASS_ENV: Object.keys(daemonEnv).join(','),
+      // An isolated sandbox reaches only the API and the ports listed here: the stub model.
+      SINGULACOMP_LOCAL_EGRESS_PORTS: new URL(stub.baseURL).port,
       ...options.env,
     },
   });
@@ -80,7 +82,18 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     stub,
     repo,
     sandboxDir,
-    daemonPid: (id) => Number.parseInt(readFileSync(join(sandboxDir(id), 'entry.pid'), 'utf8'), 10),
+    daemonPid: (id) => {
+      // The entry process is bubblewrap (or the shell) when sandboxes are isolated: find the daemon.
+      const daemon = processesIn(id).find((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('agent/main.ts');
+        } catch {
+          return false;
+        }
+      });
+      if (!daemon) throw new Error(`no daemon process in sandbox ${id}`);
+      return daemon;
+    },
     processesIn,
     async stop() {
       // OpenCode runs in its own process group, so a daemon killed by a test leaves it behind.

@@ -1,0 +1,126 @@
+// Attack 1: from inside a real, isolated LOCAL sandbox (its entry command runs with the environment
+// a daemon gets), nothing of the server or of a neighbouring sandbox is readable or reachable,
+// while its own workspace and the API are.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { bwrapAvailable } from '../../resolvers/providers/local-isolation';
+import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
+import { type TestApp, startTestApp } from '../support/app';
+import { createTestRepo } from '../support/git';
+import { waitFor } from '../support/wait';
+
+const PROBE = new URL('./fixtures/sandbox-probe.ts', import.meta.url).pathname;
+
+interface ProbeResult {
+  id: string;
+  reads: Record<string, string>;
+  ports: Record<string, string>;
+  api: string;
+  pids: string[];
+  hasOwnToken: boolean;
+}
+
+describe('an isolated LOCAL sandbox', () => {
+  let t: TestApp;
+  const repo = createTestRepo({ 'README.md': '# isolated\n' });
+  const sandboxes: Array<{ id: string; dir: string }> = [];
+
+  beforeAll(async () => {
+    // The suite exists to prove isolation: a host without working bubblewrap fails it.
+    expect(bwrapAvailable()).toBe(true);
+    t = await startTestApp({
+      env: { SINGULACOMP_LOCAL_ENTRY: `exec node ${PROBE}`, SINGULACOMP_LOCAL_ISOLATION: 'bwrap' },
+    });
+    const project = await t.request(CreateProjectDocument, {
+      input: { name: 'iso', repositoryUrl: repo.url },
+    });
+    if (project.data?.createProject.__typename !== 'CreateProjectSuccess')
+      throw new Error(JSON.stringify(project));
+    const projectId = project.data.createProject.project.id;
+    for (const prompt of ['first', 'second']) {
+      const created = await t.request(CreateSessionDocument, { input: { projectId, prompt } });
+      if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
+        throw new Error(JSON.stringify(created));
+      const sessionId = created.data.createSession.session.sessionId;
+      await waitFor(async () => {
+        const r = await t.request(SessionDocument, { id: sessionId });
+        return r.data?.session?.status === 'RUNNING' ? true : null;
+      });
+      const row = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
+      const id = row.providerSandboxId!;
+      sandboxes.push({ id, dir: join(t.dataDir, 'sandboxes', id) });
+    }
+  }, 120_000);
+  afterAll(async () => t?.stop());
+
+  async function probe(dir: string, paths: string[], ports: number[]): Promise<ProbeResult> {
+    const id = `${Date.now()}-${Math.random()}`;
+    writeFileSync(join(dir, 'workspace', 'probe-request.json'), JSON.stringify({ id, paths, ports }));
+    return waitFor(async () => {
+      const file = join(dir, 'workspace', 'probe-result.json');
+      if (!existsSync(file)) return null;
+      const result = JSON.parse(readFileSync(file, 'utf8')) as ProbeResult;
+      return result.id === id ? result : null;
+    }, 30_000);
+  }
+
+  test('cannot read the bootstrap token, the secret key, a neighbour’s files or host processes’ environment', async () => {
+    const [own, other] = sandboxes as [{ id: string; dir: string }, { id: string; dir: string }];
+    const neighbourPid = readFileSync(join(other.dir, 'entry.pid'), 'utf8').trim();
+    const neighbourConfig = join(other.dir, 'sandbox.json');
+    // Preconditions on the host: each target exists and holds what an attacker wants.
+    expect(readFileSync(join(t.dataDir, 'bootstrap-token'), 'utf8')).toMatch(/^singulacomp_pat_/);
+    expect(readFileSync(neighbourConfig, 'utf8')).toContain('SINGULACOMP_TOKEN');
+    expect(readFileSync(`/proc/${neighbourPid}/environ`, 'utf8')).toContain('SINGULACOMP_TOKEN');
+    const paths = [
+      '../../../bootstrap-token',
+      join(t.dataDir, 'bootstrap-token'),
+      join(t.dataDir, 'secret.key'),
+      neighbourConfig,
+      join(other.dir, 'workspace', 'README.md'),
+      `/proc/${neighbourPid}/environ`,
+      `/proc/${process.pid}/environ`,
+      '/etc/shadow',
+      '/root/.bash_history',
+      'README.md',
+    ];
+    const result = await probe(own.dir, paths, []);
+    // Its own workspace and token: the probe really ran and could read what it should.
+    expect(result.reads['README.md']).toBe('read:# isolated\n');
+    expect(result.hasOwnToken).toBe(true);
+    for (const path of paths.slice(0, -1)) expect(result.reads[path], path).toMatch(/^error:(ENOENT|EACCES)/);
+    // Its own PID namespace: only its own few processes, none of the host's.
+    expect(result.pids.length).toBeLessThan(10);
+    expect(result.pids).not.toContain(String(process.pid));
+  });
+
+  test('cannot connect to PostgreSQL, Redis or a neighbour’s service port, but reaches the API', async () => {
+    const [own, other] = sandboxes as [{ id: string; dir: string }, { id: string; dir: string }];
+    const neighbourPort = (
+      JSON.parse(readFileSync(join(other.dir, 'sandbox.json'), 'utf8')) as { servicePort: number }
+    ).servicePort;
+    const result = await probe(own.dir, [], [5432, 6379, neighbourPort]);
+    expect(result.ports).toEqual({
+      5432: 'error:ECONNREFUSED',
+      6379: 'error:ECONNREFUSED',
+      [neighbourPort]: 'error:ECONNREFUSED',
+    });
+    expect(result.api).toBe('status:200');
+  });
+
+  test('the host reaches the daemon’s service port through the sandbox’s ingress socket', async () => {
+    const [own] = sandboxes as [{ id: string; dir: string }];
+    const config = JSON.parse(readFileSync(join(own.dir, 'sandbox.json'), 'utf8')) as { servicePort: number };
+    // The probe listens on nothing: the bridge accepts and the connection ends without an answer,
+    // which proves the path exists (a missing bridge is ECONNREFUSED on the host).
+    const outcome = await new Promise<string>((resolve) => {
+      fetch(`http://127.0.0.1:${config.servicePort}/`).then(
+        (r) => resolve(`status:${r.status}`),
+        (error: Error & { cause?: { code?: string } }) =>
+          resolve(`error:${error.cause?.code ?? error.message}`),
+      );
+    });
+    expect(outcome).not.toBe('error:ECONNREFUSED');
+  });
+});
