@@ -7,6 +7,7 @@ import { ConflictError, NotFoundError, ReservedSecretNameError, ValidationError 
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
 import { requireNoNul, requireRefName, requireText } from '../validate';
+import { reservedSecretName } from './secret-names';
 
 export interface CreateProjectInput {
   name: string;
@@ -98,9 +99,12 @@ export function createProjectService(options: {
     ) {
       const project = await load(principal, input.projectId, ['input', 'projectId']);
       assertCanWriteProject(principal, project, 'secrets:write');
-      if (/^SINGULACOMP_/i.test(input.name)) {
+      const reserved = reservedSecretName(input.name);
+      if (reserved) {
         throw new ReservedSecretNameError(
-          'The SINGULACOMP_ prefix is reserved for platform variables; choose another name.',
+          /^SINGULACOMP_/i.test(input.name)
+            ? 'The SINGULACOMP_ prefix is reserved for platform variables; choose another name.'
+            : `"${input.name.slice(0, 128)}" cannot be a secret name: ${reserved}. Choose another name.`,
           ['input', 'name'],
         );
       }

@@ -13,6 +13,7 @@ import type { Logger } from '../platform';
 import { decrypt, encrypt } from '../auth/crypto';
 import type { Events } from '../events/events';
 import { ProviderNotFoundError } from '../providers/errors';
+import { reservedSecretName } from '../projects/secret-names';
 import type { ProviderRegistry } from '../providers/registry';
 import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '../providers/types';
 import { repoRef } from './lifecycle';
@@ -201,8 +202,19 @@ export function createProvisioner(options: ProvisionerOptions) {
       });
       const env: Record<string, string> = {};
       // Runtime-delivery secrets first, so platform variables can never be shadowed (R-AUTH-5).
-      for (const secret of session.project.secrets)
+      // Names that change how processes load or run are refused by setSecret; rows stored before
+      // that rule are skipped here, never delivered.
+      for (const secret of session.project.secrets) {
+        const reserved = reservedSecretName(secret.name);
+        if (reserved) {
+          log.warn(
+            { sessionId, secret: secret.name, reason: reserved },
+            'reserved secret name not delivered',
+          );
+          continue;
+        }
         env[secret.name] = decrypt(options.encryptionKey, secret.valueEnc);
+      }
       Object.assign(env, {
         SINGULACOMP_SESSION_ID: sessionId,
         SINGULACOMP_BRANCH_NAME: session.branchName,
