@@ -98,22 +98,14 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
         defaultSize: 20,
         maxSize: 100,
         description:
-          'Personal tokens of this user; for admins, every user and service-account token of the account.',
+          'Personal tokens of this user; for admins, every user and service-account token of the account. Needs tokens:read.',
         args: { includeRevoked: t.arg.boolean({ required: false }) },
-        resolve: (query, p, args, ctx) => {
-          if (p.kind === 'SANDBOX') return [];
-          const everyone = p.kind === 'SERVICE_ACCOUNT' || p.isAdmin;
-          return ctx.services.db.token.findMany({
+        resolve: (query, p, args, ctx) =>
+          ctx.services.db.token.findMany({
             ...query,
-            where: {
-              accountId: p.accountId,
-              kind: { in: ['PERSONAL_ACCESS', 'SERVICE_ACCOUNT'] },
-              ...(everyone ? {} : { userId: p.userId }),
-              ...(args.includeRevoked ? {} : { revokedAt: null }),
-            },
+            where: ctx.services.tokens.visibleTokensWhere(p, args.includeRevoked ?? false),
             orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-          });
-        },
+          }),
       },
       { name: 'TokenConnection' },
       { name: 'TokenEdge' },

@@ -2,6 +2,7 @@
 import { ManifestInvalidError, ReservedSecretNameError } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { assertCanReadProject } from '../resolvers/auth/authz';
+import { nodeAccessOf } from '../resolvers/auth/node-access';
 import { badUserInput } from '../resolvers/errors';
 import type { Project } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
@@ -57,6 +58,12 @@ builder.prismaObject('ProjectSecret', {
 
 builder.prismaNode('Template', {
   id: { field: 'id' },
+  authScopes: async (template, ctx) => {
+    const access = nodeAccessOf(ctx);
+    if (!access) return false;
+    await access.template(template);
+    return true;
+  },
   fields: (t) => ({
     slug: t.exposeString('slug'),
     name: t.exposeString('name'),
@@ -74,6 +81,12 @@ builder.prismaNode('Template', {
 
 builder.prismaNode('Snapshot', {
   id: { field: 'id' },
+  authScopes: async (snapshot, ctx) => {
+    const access = nodeAccessOf(ctx);
+    if (!access) return false;
+    await access.snapshot(snapshot);
+    return true;
+  },
   fields: (t) => ({
     key: t.exposeString('key'),
     status: t.expose('status', { type: SnapshotStatusEnum }),

@@ -1,24 +1,20 @@
 // Sandbox and TelemetrySample; the sandbox query.
 import type { Principal } from '../resolvers/auth/principal';
-import { badUserInput, forbidden } from '../resolvers/errors';
+import { assertCanReadSandbox } from '../resolvers/auth/authz';
+import { badUserInput } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { sandboxCostUsd } from '../resolvers/billing/metering';
 import { isLeaseLive } from '../resolvers/leases/leases';
 import { builder } from './builder';
 import { ProviderEnum, SandboxStatusEnum, StopReasonEnum, TelemetryReasonEnum } from './enums';
 
+/** Scope-auth adapter: false for anonymous callers, the service's typed refusal otherwise. */
 export function canReadSandbox(
   principal: Principal | null,
   sandbox: { sessionId: string; accountId: string },
 ): boolean {
   if (!principal) return false;
-  if (principal.kind === 'SANDBOX') {
-    if (principal.sessionId !== sandbox.sessionId)
-      throw forbidden('A sandbox token can only reach its own sandbox.');
-    return true;
-  }
-  if (principal.accountId !== sandbox.accountId) throw forbidden('That sandbox belongs to another account.');
-  if (!principal.scopes.has('sessions:read')) throw forbidden('This token lacks the sessions:read scope.');
+  assertCanReadSandbox(principal, sandbox);
   return true;
 }
 

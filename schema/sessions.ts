@@ -1,5 +1,6 @@
 // Session, ExecutionLease, Reload; session/sessions queries; createSession and stopSession.
 import { assertCanReadSession } from '../resolvers/auth/authz';
+import { nodeAccessOf } from '../resolvers/auth/node-access';
 import { BaseRefNotFoundError, RepositoryUnreachableError, badUserInput } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { ProvisioningPhase } from '../prisma/generated/client/enums';
@@ -115,6 +116,12 @@ builder.prismaObject('ExecutionLease', {
 
 builder.prismaNode('Reload', {
   id: { field: 'id' },
+  authScopes: async (reload, ctx) => {
+    const access = nodeAccessOf(ctx);
+    if (!access) return false;
+    await access.reload(reload);
+    return true;
+  },
   fields: (t) => ({
     status: t.expose('status', { type: ReloadStatusEnum }),
     noRepo: t.exposeBoolean('noRepo'),

@@ -6,14 +6,14 @@ import { TokenKindEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
 import { forbidden } from '../resolvers/errors';
 import { parseId } from '../resolvers/ids';
-import { assertScope } from '../resolvers/auth/authz';
+import { assertCanReadToken, assertScope } from '../resolvers/auth/authz';
 import { ConflictError, type DomainError, NotFoundError, ValidationError } from '../resolvers/errors';
 
 const TokenRef = builder.prismaNode('Token', {
   id: { field: 'id' },
   authScopes: (token, ctx) => {
-    const p = ctx.principal;
-    if (!p || p.kind === 'SANDBOX' || p.accountId !== token.accountId) throw forbidden('Not your token.');
+    if (!ctx.principal) return false;
+    assertCanReadToken(ctx.principal, token);
     return true;
   },
   fields: (t) => ({
@@ -108,21 +108,10 @@ builder.mutationField('revokeToken', (t) =>
     errors: { types: COMMON_ERRORS },
     args: { input: t.arg({ type: RevokeTokenInput }) },
     resolve: async (_root, { input }, ctx) => {
-      const p = ctx.principal!;
       const id = parseId(String(input.tokenId), 'Token', ['input', 'tokenId']);
-      const db = ctx.services.db;
-      const token = await db.token.findUnique({ where: { id } });
-      if (!token || p.kind === 'SANDBOX' || token.accountId !== p.accountId) {
-        throw new NotFoundError('No token with that id in your account.', ['input', 'tokenId']);
-      }
-      // Anyone may revoke their own token; revoking others' needs tokens:write (admins).
-      const own = p.kind === 'USER' ? token.userId === p.userId : token.id === p.tokenId;
-      if (!own) assertScope(p, 'tokens:write');
-      if (!own && p.kind === 'USER' && !p.isAdmin)
-        throw forbidden('Only account admins revoke other tokens.');
-      await ctx.services.tokens.revoke(id);
+      const token = await ctx.services.tokens.revokeAs(ctx.principal!, id);
       await ctx.services.events.tokenRevoked(id);
-      return { token: await db.token.findUniqueOrThrow({ where: { id } }) };
+      return { token };
     },
   }),
 );

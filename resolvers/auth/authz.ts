@@ -51,3 +51,61 @@ export function assertCanWriteProject(
   assertScope(principal, scope);
   if (principal.accountId !== project.accountId) throw forbidden('That project belongs to another account.');
 }
+
+/** Reading a sandbox: a sandbox token reaches only its own; others need sessions:read in the account. */
+export function assertCanReadSandbox(
+  principal: Principal,
+  sandbox: { sessionId: string; accountId: string },
+): void {
+  if (principal.kind === 'SANDBOX') {
+    if (principal.sessionId !== sandbox.sessionId)
+      throw forbidden('A sandbox token can only reach its own sandbox.');
+    return;
+  }
+  if (principal.accountId !== sandbox.accountId) throw forbidden('That sandbox belongs to another account.');
+  assertScope(principal, 'sessions:read');
+}
+
+/** Listing or reading tokens: tokens:read (tokens:write implies it: tokens issued before it existed). */
+export function assertCanReadTokens(principal: Principal): asserts principal is HumanPrincipal {
+  assertHuman(principal);
+  if (!principal.scopes.has('tokens:read') && !principal.scopes.has('tokens:write'))
+    throw forbidden('This token lacks the tokens:read scope.');
+}
+
+/** Reading one token: tokens:read in its account; a member sees only their own user's tokens. */
+export function assertCanReadToken(
+  principal: Principal,
+  token: { id: string; accountId: string; userId: string | null },
+): void {
+  assertCanReadTokens(principal);
+  if (principal.accountId !== token.accountId) throw forbidden('That token belongs to another account.');
+  if (
+    principal.kind === 'USER' &&
+    !principal.isAdmin &&
+    token.userId !== principal.userId &&
+    token.id !== principal.tokenId
+  )
+    throw forbidden('Only account admins read other users’ tokens.');
+}
+
+/**
+ * Revoking a token: tokens:write, in the same account; another user's token only as an account
+ * admin; and never a token holding scopes the caller lacks unless the caller's user is an admin
+ * (a narrow token must not take down a stronger one).
+ */
+export function assertCanRevokeToken(
+  principal: Principal,
+  token: { id: string; accountId: string; userId: string | null; scopes: string[] },
+): void {
+  assertScope(principal, 'tokens:write');
+  if (principal.accountId !== token.accountId) throw forbidden('That token belongs to another account.');
+  const admin = principal.kind === 'USER' && principal.isAdmin;
+  const own = principal.kind === 'USER' ? token.userId === principal.userId : token.id === principal.tokenId;
+  if (!own && !admin) throw forbidden('Only account admins revoke other users’ tokens.');
+  const stronger = token.scopes.filter((s) => !principal.scopes.has(s));
+  if (stronger.length > 0 && !admin)
+    throw forbidden(
+      `That token holds scopes this token lacks (${stronger.join(', ')}); only an account admin can revoke it.`,
+    );
+}

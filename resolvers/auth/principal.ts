@@ -6,6 +6,7 @@ export const SCOPES = [
   'sessions:read',
   'sessions:write',
   'secrets:write',
+  'tokens:read',
   'tokens:write',
   'account:admin',
 ] as const;

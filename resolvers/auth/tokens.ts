@@ -4,7 +4,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { SignJWT, jwtVerify } from 'jose';
 import type { Db } from '../platform';
-import { ValidationError, forbidden, unauthenticated } from '../errors';
+import type { Token } from '../../prisma/generated/client/client';
+import { NotFoundError, ValidationError, forbidden, unauthenticated } from '../errors';
+import { assertCanReadTokens, assertCanRevokeToken } from './authz';
 import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } from './principal';
 
 export const PAT_PREFIX = 'singulacomp_pat_';
@@ -225,6 +227,29 @@ export function createTokenService(options: TokenServiceOptions) {
         },
       });
       return jwt;
+    },
+
+    /** Revokes `tokenId` for `principal` (assertCanRevokeToken); not-found for other accounts' ids. */
+    async revokeAs(principal: Principal, tokenId: string): Promise<Token> {
+      const token = await db.token.findUnique({ where: { id: tokenId } });
+      if (!token || principal.accountId !== token.accountId || token.kind === 'SANDBOX') {
+        throw new NotFoundError('No token with that id in your account.', ['input', 'tokenId']);
+      }
+      assertCanRevokeToken(principal, token);
+      await this.revoke(tokenId);
+      return db.token.findUniqueOrThrow({ where: { id: tokenId } });
+    },
+
+    /** Which tokens `principal` may list (viewer.tokens): needs tokens:read. */
+    visibleTokensWhere(principal: Principal, includeRevoked: boolean) {
+      assertCanReadTokens(principal);
+      const everyone = principal.kind === 'SERVICE_ACCOUNT' || principal.isAdmin;
+      return {
+        accountId: principal.accountId,
+        kind: { in: ['PERSONAL_ACCESS' as const, 'SERVICE_ACCOUNT' as const] },
+        ...(everyone || principal.kind !== 'USER' ? {} : { userId: principal.userId }),
+        ...(includeRevoked ? {} : { revokedAt: null }),
+      };
     },
 
     async revoke(tokenId: string): Promise<void> {

@@ -1,0 +1,135 @@
+// Attack 4: `node(id:)` / `nodes(ids:)` reach any row by its global id. Every type that implements
+// Node — enumerated from the schema at run time, so types added later are covered — must refuse a
+// principal of another account and a sandbox token of another session, with an error and no data.
+import { type GraphQLInterfaceType, getNamedType } from 'graphql';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { decrypt } from '../../resolvers/auth/crypto';
+import { parseId } from '../../resolvers/ids';
+import { schema } from '../../schema/index';
+import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
+import { type TestApp, startTestApp } from '../support/app';
+import { createTestRepo } from '../support/git';
+import { waitFor } from '../support/wait';
+
+const globalId = (typename: string, id: string) => Buffer.from(`${typename}:${id}`).toString('base64');
+
+const NODE_QUERY = 'query($id: ID!) { node(id: $id) { __typename id } }';
+const NODES_QUERY = 'query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }';
+
+describe('every Node type checks read capability', () => {
+  let t: TestApp;
+  const repo = createTestRepo({ 'README.md': '# nodes\n' });
+  /** One row of every Node type, owned by the admin's account, project one, session one. */
+  const rows = new Map<string, string>();
+  let ownSandboxToken: string;
+  let otherSessionSandboxToken: string;
+  let otherAccountToken: string;
+
+  async function session(projectId: string, prompt: string) {
+    const created = await t.request(CreateSessionDocument, { input: { projectId, prompt } });
+    if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
+      throw new Error(JSON.stringify(created));
+    const sessionId = created.data.createSession.session.sessionId;
+    await waitFor(async () => {
+      const r = await t.request(SessionDocument, { id: sessionId });
+      return r.data?.session?.status === 'RUNNING' ? true : null;
+    });
+    const sandbox = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
+    return { sessionId, sandbox, token: decrypt(t.app.services.keys.encryption, sandbox.sandboxTokenEnc!) };
+  }
+
+  async function project(name: string) {
+    const created = await t.request(CreateProjectDocument, { input: { name, repositoryUrl: repo.url } });
+    if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
+      throw new Error(JSON.stringify(created));
+    return parseId(created.data.createProject.project.id, 'Project', ['id']);
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    const db = t.app.services.db;
+    const p1 = await project('one');
+    const p2 = await project('two');
+    const s1 = await session(globalId('Project', p1), 'first');
+    const s2 = await session(globalId('Project', p2), 'second');
+    ownSandboxToken = s1.token;
+    otherSessionSandboxToken = s2.token;
+    otherAccountToken = (await t.seedAccount()).token;
+    const snapshot = await db.snapshot.create({
+      data: {
+        provider: 'LOCAL',
+        key: `k-${Date.now()}`,
+        cpu: 1,
+        memoryGiB: 1,
+        diskGiB: 1,
+        runtimeVersion: '0.1.0',
+      },
+    });
+    const template = await db.template.create({
+      data: { projectId: p1, slug: 'default', name: 'Default', snapshotId: snapshot.id },
+    });
+    const reload = await db.reload.create({ data: { sessionId: s1.sessionId } });
+    // Seeds for every Node type. A type added to the schema without a seed here fails the suite:
+    // add its seed and give the type a read check.
+    rows.set('Project', p1);
+    rows.set('Session', s1.sessionId);
+    rows.set('Sandbox', s1.sandbox.id);
+    rows.set('Template', template.id);
+    rows.set('Snapshot', snapshot.id);
+    rows.set('Reload', reload.id);
+    const admin = await t.app.services.tokens.authenticate(`Bearer ${t.adminToken}`);
+    rows.set('Token', admin!.tokenId);
+  }, 120_000);
+  afterAll(async () => t?.stop());
+
+  const nodeTypes = () =>
+    schema
+      .getPossibleTypes(getNamedType(schema.getType('Node')) as GraphQLInterfaceType)
+      .map((type) => type.name);
+
+  test('the schema’s Node types are exactly the seeded ones', () => {
+    expect(nodeTypes().sort()).toEqual([...rows.keys()].sort());
+  });
+
+  for (const typename of ['Project', 'Session', 'Sandbox', 'Template', 'Snapshot', 'Reload', 'Token']) {
+    test(`${typename}: the owner and its own sandbox read it; another account and another session’s sandbox get an error and no data`, async () => {
+      const id = globalId(typename, rows.get(typename)!);
+      const owner = await t.raw({ query: NODE_QUERY, variables: { id } });
+      expect(owner.data).toEqual({ node: { __typename: typename, id } });
+      const ownSandbox = await t.raw({ query: NODE_QUERY, variables: { id } }, ownSandboxToken);
+      // Tokens are no sandbox's business, not even its own session's owner's.
+      expect(ownSandbox.data).toEqual({ node: typename === 'Token' ? null : { __typename: typename, id } });
+      for (const token of [otherAccountToken, otherSessionSandboxToken]) {
+        const single = await t.raw({ query: NODE_QUERY, variables: { id } }, token);
+        expect(single.data).toEqual({ node: null });
+        expect(single.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+        expect(JSON.stringify(single)).not.toContain(rows.get(typename)!);
+        const many = await t.raw({ query: NODES_QUERY, variables: { ids: [id] } }, token);
+        expect(many.data).toEqual({ nodes: [null] });
+        expect(many.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      }
+      const anonymous = await t.raw({ query: NODE_QUERY, variables: { id } }, null);
+      expect(anonymous.data?.valueOf()).not.toEqual({ node: { __typename: typename, id } });
+      expect(anonymous.errors?.length).toBeGreaterThan(0);
+    });
+  }
+
+  test('every Node type in the schema refuses a principal of another account', async () => {
+    // Enumerated at run time: a Node type added later (by any change) is probed here too.
+    for (const typename of nodeTypes()) {
+      const row = rows.get(typename);
+      expect(row, `no seed for Node type ${typename}: seed one above and give it a read check`).toBeDefined();
+      const res = await t.raw(
+        { query: NODE_QUERY, variables: { id: globalId(typename, row!) } },
+        otherAccountToken,
+      );
+      expect(res.data, typename).toEqual({ node: null });
+      expect(res.errors?.[0]?.extensions?.code, typename).toBe('FORBIDDEN');
+      const sandbox = await t.raw(
+        { query: NODE_QUERY, variables: { id: globalId(typename, row!) } },
+        otherSessionSandboxToken,
+      );
+      expect(sandbox.data, typename).toEqual({ node: null });
+    }
+  });
+});
