@@ -244,6 +244,7 @@ export class Agent {
       sessionId: o.sessionId,
       opencodePort: () => (this.supervisor.current?.alive ? this.supervisor.current.port : null),
       handlers: this.handlers(),
+      deniedPorts: apiPortOf(o.apiUrl),
     });
 
     this.tracker.on('change', (change) => {
@@ -405,4 +406,15 @@ export class Agent {
 
 export function createAgent(options: AgentOptions): Agent {
   return new Agent(options);
+}
+
+/** The API's port when it is a loopback URL (an isolated sandbox reaches it through a local bridge). */
+function apiPortOf(apiUrl: string): number[] {
+  try {
+    const url = new URL(apiUrl);
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return [];
+    return [Number(url.port || (url.protocol === 'https:' ? 443 : 80))];
+  } catch {
+    return [];
+  }
 }

@@ -12,6 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Logger } from './logger';
 import { USER_CONTEXT_HEADER, verifyUserContext } from '../contract/user-context';
+import { sandboxListeningPorts } from './sandbox-ports';
 
 export const TARGET_PORT_HEADER = 'x-singulacomp-target-port';
 
@@ -32,6 +33,10 @@ export interface ProxyServerOptions {
   /** Port OpenCode currently serves on (changes after a reload). */
   opencodePort: () => number | null;
   handlers: ControlHandlers;
+  /** Ports never proxied whoever listens on them (the API's, when it is reachable from here). */
+  deniedPorts?: number[];
+  /** Ports the sandbox's own processes listen on. @default sandboxListeningPorts() */
+  sandboxPorts?: () => Promise<Set<number>>;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -126,7 +131,7 @@ export class ProxyServer {
   }
 
   /** The upstream port, or an error status for a bad target header. */
-  private target(req: IncomingMessage): { port: number } | { status: number; error: string } {
+  private async target(req: IncomingMessage): Promise<{ port: number } | { status: number; error: string }> {
     const raw = req.headers[TARGET_PORT_HEADER];
     if (raw === undefined) {
       const port = this.options.opencodePort();
@@ -138,6 +143,11 @@ export class ProxyServer {
     if (port === this.port || port === this.options.port) {
       return { status: 403, error: 'the service port cannot be proxied' };
     }
+    if (this.options.deniedPorts?.includes(port))
+      return { status: 403, error: 'that port cannot be proxied' };
+    // Only ports the sandbox's own processes serve: never a host service sharing this loopback.
+    const own = await (this.options.sandboxPorts ?? sandboxListeningPorts)();
+    if (!own.has(port)) return { status: 403, error: 'no process of this sandbox listens on that port' };
     return { port };
   }
 
@@ -184,13 +194,20 @@ export class ProxyServer {
       return sendJson(res, 404, { error: 'unknown control route' });
     }
 
-    const target = this.target(req);
+    const target = await this.target(req);
     if ('status' in target) return sendJson(res, target.status, { error: target.error });
     this.strip(req);
     this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: this.upstream });
   }
 
   private upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    this.upgradeAsync(req, socket, head).catch((error: unknown) => {
+      this.log.error({ err: (error as Error).message, url: req.url }, 'upgrade failed');
+      socket.destroy();
+    });
+  }
+
+  private async upgradeAsync(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     const refuse = (status: number, reason: string): void => {
       const text = JSON.stringify({ error: reason });
@@ -208,7 +225,7 @@ export class ProxyServer {
       refuse(404, 'no WebSocket control routes');
       return;
     }
-    const target = this.target(req);
+    const target = await this.target(req);
     if ('status' in target) {
       refuse(target.status, target.error);
       return;
