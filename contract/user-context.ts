@@ -6,6 +6,9 @@ export const USER_CONTEXT_HEADER = 'x-singulacomp-user-context';
 /** Longest lifetime (`exp - iat`) the daemon accepts. */
 export const USER_CONTEXT_MAX_TTL_SECONDS = 300;
 
+/** How far in the future a header's `iat` may lie (clock skew between server and sandbox). */
+export const USER_CONTEXT_MAX_SKEW_SECONDS = 30;
+
 export interface UserContextClaims {
   sid: string;
   sub: string;
@@ -76,6 +79,10 @@ export function verifyUserContext(
     return { ok: false, status: 401, reason: 'malformed user context claims' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, status: 401, reason: 'user context expired' };
+  // A header minted for the future would outlive the TTL cap; 30 s absorbs clock skew.
+  if (claims.iat > nowSeconds + USER_CONTEXT_MAX_SKEW_SECONDS) {
+    return { ok: false, status: 401, reason: 'user context issued in the future' };
+  }
   if (claims.exp - claims.iat > USER_CONTEXT_MAX_TTL_SECONDS) {
     return { ok: false, status: 401, reason: 'user context lifetime too long' };
   }
