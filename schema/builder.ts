@@ -52,6 +52,9 @@ export interface Context {
   connection?: ConnectionHandle;
 }
 
+/** Upper bound of `nodes(ids:)`. */
+export const MAX_NODES_IDS = 100;
+
 export const builder = new SchemaBuilder<{
   Context: Context;
   PrismaTypes: PrismaTypes;
@@ -102,6 +105,15 @@ export const builder = new SchemaBuilder<{
     nodesOnConnection: false,
     edgesFieldOptions: { nullable: false },
     nodeFieldOptions: { nullable: false },
+    // Each id is a lookup and a read check: a request may not fan out without bound.
+    nodesQueryOptions: {
+      description: `At most ${MAX_NODES_IDS} ids per request.`,
+      resolve: (_root, args, _ctx, _info, resolveNodes) => {
+        if (args.ids.length > MAX_NODES_IDS)
+          throw badUserInput(`nodes(ids:) takes at most ${MAX_NODES_IDS} ids; split the request.`, ['ids']);
+        return resolveNodes(args.ids);
+      },
+    },
     // Every Node here is keyed by a UUID: a malformed global id is the caller's error, and must not
     // reach PostgreSQL as an invalid uuid (that surfaced as a masked INTERNAL_SERVER_ERROR).
     decodeGlobalID: (globalID) => {

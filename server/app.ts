@@ -5,7 +5,9 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { createYoga, maskError } from 'graphql-yoga';
+import { randomUUID } from 'node:crypto';
+import { GraphQLError, getOperationAST, parse, visit } from 'graphql';
+import { type Plugin, createGraphQLError, createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
@@ -32,6 +34,57 @@ import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
+
+/**
+ * Introspection for anonymous callers only where the instance allows it (off in production by
+ * default): the schema is no secret, but it maps the attack surface for whoever has no token.
+ */
+function useIntrospectionGate(mode: 'all' | 'authenticated'): Plugin<Context> {
+  return {
+    onExecute({ args }) {
+      if (mode === 'all' || (args.contextValue as Context).principal) return;
+      let introspects = false;
+      visit(args.document, {
+        Field(node) {
+          if (node.name.value === '__schema' || node.name.value === '__type') introspects = true;
+        },
+      });
+      if (introspects) {
+        throw createGraphQLError('Introspection needs a token on this instance.', {
+          extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
+        });
+      }
+    },
+  };
+}
+
+/**
+ * Subscriptions are served over graphql-ws only. That transport tracks every connection for token
+ * revocation, expiry and the per-token limit (server/realtime.ts); yoga's SSE transport would
+ * bypass all three, so HTTP requests carrying a subscription are refused before execution.
+ */
+function useWebSocketOnlySubscriptions(): Plugin {
+  return {
+    onParams({ params }) {
+      if (typeof params.query !== 'string') return;
+      let operation: string | undefined;
+      try {
+        operation = getOperationAST(
+          parse(params.query, { maxTokens: 4_000 }),
+          params.operationName,
+        )?.operation;
+      } catch {
+        return; // yoga reports the syntax error itself
+      }
+      if (operation === 'subscription') {
+        throw createGraphQLError(
+          'Subscriptions are served over WebSocket only (graphql-ws on /graphql, token in connection_init).',
+          { extensions: { code: 'SUBSCRIPTIONS_OVER_WEBSOCKET_ONLY', http: { status: 400 } } },
+        );
+      }
+    },
+  };
+}
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -167,20 +220,19 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     landingPage: false,
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
-    // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    // The client sees "Unexpected error."; the operator gets the cause in the log.
+    // Unexpected errors never leak their message, stack or paths; GraphQLErrors we raise pass
+    // through. Each masked error is logged once, under an id the client also gets.
     maskedErrors: {
       isDev: false,
-      maskError(error, message, isDev) {
-        const masked = maskError(error, message, isDev);
-        if (masked.message === message) {
-          const cause = (error as { originalError?: unknown }).originalError ?? error;
-          log.error(
-            { err: cause, path: (error as { path?: unknown }).path },
-            'unexpected error in a resolver',
-          );
-        }
-        return masked;
+      maskError: (error, message) => {
+        const original = error instanceof GraphQLError && error.originalError ? error.originalError : error;
+        if (original instanceof GraphQLError) return error as Error;
+        const requestId = randomUUID();
+        log.error({ err: original, requestId }, 'unexpected error');
+        return createGraphQLError(message, {
+          extensions: { code: 'INTERNAL_SERVER_ERROR', requestId },
+          ...(error instanceof GraphQLError ? { path: error.path } : {}),
+        });
       },
     },
     logging: false,
@@ -189,6 +241,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     context: async ({ request, principal }): Promise<Context> =>
       principal ? wsContext(services, principal) : httpContext(services, request),
     plugins: [
+      useIntrospectionGate(env.introspection),
+      useWebSocketOnlySubscriptions(),
       EnvelopArmorPlugin({
         maxDepth: { n: 12, ignoreIntrospection: true, flattenFragments: true },
         maxAliases: { n: 20 },
@@ -229,8 +283,34 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       if (inFlight === 0) for (const fn of drained) fn();
     });
     if (draining) res.setHeader('connection', 'close');
-    // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
-    await yoga.requestListener(req, res);
+    // yoga builds a URL from Host and the path; a malformed one threw before any handler (a 500
+    // with a stack). It is the caller's error.
+    if (!URL.canParse(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`)) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          errors: [{ message: 'Malformed Host header or URL.', extensions: { code: 'BAD_REQUEST' } }],
+        }),
+      );
+      return;
+    }
+    try {
+      // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
+      await yoga.requestListener(req, res);
+    } catch (error) {
+      const requestId = randomUUID();
+      log.error({ err: error, requestId }, 'request failed');
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            errors: [
+              { message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } },
+            ],
+          }),
+        );
+      } else res.end();
+    }
   });
 
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });

@@ -114,6 +114,8 @@ const variables = z.object({
     )
     .optional(),
   SINGULACOMP_GRAPHIQL: bool.optional(),
+  /** `all`: anyone may introspect; `authenticated`: only callers with a token (default in production). */
+  SINGULACOMP_INTROSPECTION: z.enum(['all', 'authenticated']).optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
@@ -176,6 +178,9 @@ const schema = variables.transform((e) => ({
   localIsolation: (e.SINGULACOMP_LOCAL_ISOLATION ?? null) as 'bwrap' | 'none' | null,
   localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
   graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
+  introspection: (e.SINGULACOMP_INTROSPECTION ?? (e.NODE_ENV === 'production' ? 'authenticated' : 'all')) as
+    | 'all'
+    | 'authenticated',
   idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
