@@ -37,6 +37,9 @@ export interface ServicesConfig {
   leaseTtlMs: number;
   idleTimeoutMs: number;
   reaperIntervalMs: number;
+  /** Whether projects may name local filesystem repositories (never inside dataDir). */
+  allowLocalRepositories: boolean;
+  dataDir: string;
 }
 
 export interface Services {
@@ -91,6 +94,7 @@ export function createServices(options: ServicesOptions): Services {
     db,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.config.defaultProvider,
+    localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
   });
   const rates = resolveRates(options.config.rates);
   const usage = createUsageService({ db, rates });

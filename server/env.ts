@@ -114,6 +114,8 @@ const variables = z.object({
     )
     .optional(),
   SINGULACOMP_GRAPHIQL: bool.optional(),
+  /** Whether projects may name a local filesystem repository (never inside the data dir). @default on outside production */
+  SINGULACOMP_ALLOW_LOCAL_REPOSITORIES: bool.optional(),
   /** `all`: anyone may introspect; `authenticated`: only callers with a token (default in production). */
   SINGULACOMP_INTROSPECTION: z.enum(['all', 'authenticated']).optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
@@ -178,6 +180,7 @@ const schema = variables.transform((e) => ({
   localIsolation: (e.SINGULACOMP_LOCAL_ISOLATION ?? null) as 'bwrap' | 'none' | null,
   localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
   graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
+  allowLocalRepositories: e.SINGULACOMP_ALLOW_LOCAL_REPOSITORIES ?? e.NODE_ENV !== 'production',
   introspection: (e.SINGULACOMP_INTROSPECTION ?? (e.NODE_ENV === 'production' ? 'authenticated' : 'all')) as
     | 'all'
     | 'authenticated',

@@ -1,4 +1,6 @@
 // Projects and their secrets (R-AUTH-5).
+import { realpathSync } from 'node:fs';
+import { resolve, sep } from 'node:path';
 import type { Project } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import { assertCanReadProject, assertCanWriteProject, assertScope } from '../auth/authz';
@@ -20,7 +22,44 @@ export interface CreateProjectInput {
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const MAX_SECRET_BYTES = 64 * 1024;
 
-function validateRepositoryUrl(value: string): string {
+/** Local filesystem repositories: allowed per instance, never inside the server's data dir. */
+export interface LocalRepositoryPolicy {
+  allowed: boolean;
+  dataDir: string;
+}
+
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+function assertLocalRepositoryAllowed(url: string, policy: LocalRepositoryPolicy | undefined): void {
+  const local = url.startsWith('/')
+    ? url
+    : url.startsWith('file://')
+      ? decodeURIComponent(new URL(url).pathname)
+      : null;
+  if (local === null || !policy) return;
+  if (!policy.allowed) {
+    throw new ValidationError(
+      'Local filesystem repositories are disabled on this instance (SINGULACOMP_ALLOW_LOCAL_REPOSITORIES); use an https:// or ssh:// URL.',
+      ['input', 'repositoryUrl'],
+    );
+  }
+  const path = realPath(local);
+  const dataDir = realPath(policy.dataDir);
+  if (path === dataDir || path.startsWith(`${dataDir}${sep}`)) {
+    throw new ValidationError('repositoryUrl cannot point into the server’s data directory.', [
+      'input',
+      'repositoryUrl',
+    ]);
+  }
+}
+
+function validateRepositoryUrl(value: string, policy?: LocalRepositoryPolicy): string {
   const url = requireText(value, ['input', 'repositoryUrl'], { max: 2_048 });
   const ok =
     /^(https?|ssh|git|file):\/\/[^\s]+$/.test(url) ||
@@ -38,6 +77,7 @@ function validateRepositoryUrl(value: string): string {
       'repositoryUrl',
     ]);
   }
+  assertLocalRepositoryAllowed(url, policy);
   return url;
 }
 
@@ -48,6 +88,8 @@ export function createProjectService(options: {
   encryptionKey: Buffer;
   /** Provider for projects created without one (SINGULACOMP_DEFAULT_PROVIDER). @default 'LOCAL' */
   defaultProvider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+  /** Unset: local paths allowed anywhere (tests that build a service alone). */
+  localRepositories?: LocalRepositoryPolicy;
 }) {
   const { db } = options;
 
@@ -67,7 +109,7 @@ export function createProjectService(options: {
     async create(principal: Principal, input: CreateProjectInput): Promise<Project> {
       assertScope(principal, 'projects:write');
       const name = requireText(input.name, ['input', 'name'], { max: 100 });
-      const repositoryUrl = validateRepositoryUrl(input.repositoryUrl);
+      const repositoryUrl = validateRepositoryUrl(input.repositoryUrl, options.localRepositories);
       const defaultBranch = input.defaultBranch
         ? requireRefName(input.defaultBranch, ['input', 'defaultBranch'])
         : 'main';
