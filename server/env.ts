@@ -227,7 +227,9 @@ function crossFieldProblems(raw: Record<string, string>): string[] {
     if (!url || !URL.canParse(url)) continue;
     const port = Number(new URL(url).port || fallback);
     if (egress.includes(port))
-      problems.push(`  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`);
+      problems.push(
+        `  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`,
+      );
   }
   if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
