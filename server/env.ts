@@ -353,17 +353,13 @@ function crossFieldProblems(raw: Record<string, string>): string[] {
     ['DATABASE_URL', 5432],
     ['REDIS_URL', 6379],
   ] as const) {
-    let port: number | null = null;
-    try {
-      port = raw[name] ? Number(new URL(raw[name]).port || fallback) : null;
-    } catch {
-      port = null; // the field's own check reports a malformed URL
-    }
-    if (port && egress.includes(port)) {
+    const url = raw[name];
+    if (!url || !URL.canParse(url)) continue;
+    const port = Number(new URL(url).port || fallback);
+    if (egress.includes(port))
       problems.push(
         `  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`,
       );
-    }
   }
   if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');

@@ -109,7 +109,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
       // The entry process is bubblewrap (or the shell) when sandboxes are isolated: find the daemon.
       const daemon = processesIn(id).find((pid) => {
         try {
-          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('agent/main.ts');
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('singulacomp-agent.mjs');
         } catch {
           return false;
         }
