@@ -13,6 +13,7 @@ import { freePort } from '../../agent/opencode';
 import { signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
 import { type StubModel, type StubModelOptions, startStubModel } from '../fixtures/stub-model';
+import { WAIT_SCALE } from '../support/wait';
 
 export interface RecordedCall {
   operation: string;
@@ -195,7 +196,9 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     fastSampleMs: 200,
     slowSampleMs: 1_000,
     offloadIntervalMs: 600_000,
-    healthTimeoutMs: 30_000,
+    // A first boot of `opencode serve` on a loaded machine can take longer than 30 s; a health
+    // timeout here would kill and restart it in a loop. Scaled like every test backstop.
+    healthTimeoutMs: 30_000 * WAIT_SCALE,
     healthPollMs: 100,
     restartBackoff: { initialMs: 300, maxMs: 5_000, jitter: 0 },
     stableAfterMs: 60_000,

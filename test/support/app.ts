@@ -85,6 +85,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       method: 'POST',
       headers: {
         'content-type': 'application/json',
+        // A fresh connection per request: on a loaded machine a pooled keep-alive connection can be
+        // reused just as the server closes it for idleness, and the request fails with ECONNRESET.
+        connection: 'close',
         ...(token === null ? {} : { authorization: `Bearer ${token ?? adminToken}` }),
         ...headers,
       },
