@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ApiClient, type RuntimeState } from './api-client';
 import type { BackoffOptions } from './backoff';
+import { EventForwarder } from './event-forward';
 import { EventFollower, type OpencodeEvent, TurnTracker } from './events';
 import { LeaseKeeper } from './lease';
 import { createLogger, type Logger } from './logger';
 import { MemoryGuard, type SandboxMemoryGuardError } from './memory-guard';
 import { Offloader } from './offload';
+import { fetchGatewayModels, gatewayOpencodeConfig } from './llm-config';
 import { resolveOpencodeBin } from './opencode';
 import { type ControlHandlers, ProxyServer } from './proxy';
 import { compileAgentConfig, Reloader } from './reload';
@@ -85,6 +87,8 @@ export interface AgentOptions {
   logLevel?: string;
 }
 
+const messageBody = z.object({ text: z.string().min(1).max(100_000) });
+
 const reloadBody = z.object({
   reloadId: z.string().min(1),
   noRepo: z.boolean().optional(),
@@ -106,6 +110,9 @@ export class Agent {
   readonly offloader: Offloader;
   readonly reloader: Reloader;
   readonly proxy: ProxyServer;
+  readonly forwarder: EventForwarder;
+  /** The OpenCode session the API's conversation (sendMessage, messages) talks to. */
+  conversationSessionId: string | null = null;
   readonly readers: SystemReaders;
   /** Last runtime state reported to the API. */
   runtimeState: RuntimeState = 'STARTING';
@@ -179,13 +186,16 @@ export class Agent {
       stableAfterMs: o.stableAfterMs,
       stopGraceMs: o.stopGraceMs,
       reportState: (state, message) => this.reportState(state, message),
+      beforeLaunch: () => this.configureGateway(),
     });
+    this.forwarder = new EventForwarder({ api: this.api, logger: this.log, sessionId: o.sessionId });
     this.events = new EventFollower({
       logger: this.log,
       tracker: this.tracker,
       client: () => (this.supervisor.healthy ? (this.supervisor.current?.client ?? null) : null),
       backoff: o.eventBackoff,
       onEvent: (event) => {
+        this.forwarder.push(event);
         this.recentEvents.push(event);
         if (this.recentEvents.length > 500) this.recentEvents.shift();
       },
@@ -286,6 +296,21 @@ export class Agent {
     return this;
   }
 
+  /**
+   * Points OpenCode at the LLM gateway (OPENCODE_CONFIG_CONTENT wins over the project's config for
+   * the keys it sets), unless the daemon's caller already chose a config of its own.
+   */
+  private async configureGateway(): Promise<void> {
+    const env = this.options.opencodeEnv;
+    if (env.OPENCODE_CONFIG_CONTENT) return;
+    const models = await fetchGatewayModels(this.options.apiUrl, this.options.token, this.log);
+    if (models.length === 0) return;
+    env.OPENCODE_CONFIG_CONTENT = JSON.stringify(
+      gatewayOpencodeConfig(this.options.apiUrl, this.options.token, models),
+    );
+    this.log.info({ models }, 'OpenCode uses the LLM gateway');
+  }
+
   /** Reports a runtime state (in order) and pushes a STATE_CHANGE telemetry sample. */
   reportState(state: RuntimeState, message?: string): void {
     this.runtimeState = state;
@@ -365,7 +390,49 @@ export class Agent {
         const found = await this.offloader.read(id);
         return found ? { mime: found.meta.mime, bytes: found.bytes } : null;
       },
+      message: async (body) => {
+        const parsed = messageBody.safeParse(body);
+        if (!parsed.success) return { status: 400, body: { error: z.prettifyError(parsed.error) } };
+        const client = this.supervisor.healthy ? this.supervisor.current?.client : null;
+        if (!client) return { status: 503, body: { error: 'OpenCode is not running' } };
+        const sessionId = await this.conversation(client);
+        await client.promptAsync(sessionId, parsed.data.text);
+        return { status: 202, body: { accepted: true, opencodeSessionId: sessionId } };
+      },
+      abort: async () => {
+        const client = this.supervisor.healthy ? this.supervisor.current?.client : null;
+        if (!client) return { status: 503, body: { error: 'OpenCode is not running' } };
+        const sessionId = await this.conversation(client);
+        const inFlight = this.tracker.inFlight().includes(sessionId);
+        await client.abort(sessionId);
+        return { status: 200, body: { aborted: inFlight, opencodeSessionId: sessionId } };
+      },
+      messages: async () => {
+        const client = this.supervisor.healthy ? this.supervisor.current?.client : null;
+        if (!client) return { status: 503, body: { error: 'OpenCode is not running' } };
+        const sessionId = await this.conversation(client);
+        return {
+          status: 200,
+          body: { opencodeSessionId: sessionId, messages: await client.messages(sessionId) },
+        };
+      },
     };
+  }
+
+  /**
+   * The conversation's OpenCode session: the one the initial prompt went to, else the most
+   * recently active one (after a daemon restart), else a new one.
+   */
+  private async conversation(client: NonNullable<Supervisor['current']>['client']): Promise<string> {
+    if (this.conversationSessionId) return this.conversationSessionId;
+    if (this.supervisor.initialSessionId) {
+      this.conversationSessionId = this.supervisor.initialSessionId;
+      return this.conversationSessionId;
+    }
+    const existing = await client.listSessions();
+    const latest = existing.sort((a, b) => (b.time?.updated ?? 0) - (a.time?.updated ?? 0))[0];
+    this.conversationSessionId = latest?.id ?? (await client.createSession()).id;
+    return this.conversationSessionId;
   }
 
   /** Graceful stop (release the lease, close the proxy, SIGTERM OpenCode); hard kill after the deadline. */
@@ -386,7 +453,7 @@ export class Agent {
         this.lease.stop(),
         this.supervisor.stop(),
       ]);
-      await this.reportChain;
+      await Promise.all([this.reportChain, this.forwarder.flush()]);
     })();
     let timer: NodeJS.Timeout | undefined;
     const hard = new Promise<'timeout'>((resolve) => {

@@ -5,6 +5,7 @@ import {
   type ReloadPhaseStatus,
   ReleaseLeaseDocument,
   RenewLeaseDocument,
+  ReportAgentEventsDocument,
   ReportReloadPhaseDocument,
   ReportRuntimeStateDocument,
   type ReportTelemetryInput,
@@ -81,6 +82,7 @@ const DOCUMENTS = {
   reportTelemetry: ReportTelemetryDocument,
   reportRuntimeState: ReportRuntimeStateDocument,
   reportReloadPhase: ReportReloadPhaseDocument,
+  reportAgentEvents: ReportAgentEventsDocument,
 } as const;
 
 type Operation = keyof typeof DOCUMENTS;
@@ -146,6 +148,11 @@ export class ApiClient {
     message?: string;
   }): Promise<void> {
     await this.mutate('reportReloadPhase', { input });
+  }
+
+  /** Forwards OpenCode events (each JSON-encoded) in order; resolves once the API logged them. */
+  async reportAgentEvents(input: { sessionId: string; events: string[] }): Promise<void> {
+    await this.mutate('reportAgentEvents', { input });
   }
 
   /** Runs one mutation; returns its Success payload or throws ApiPayloadError / ApiRequestError. */

@@ -94,6 +94,16 @@ export class OpencodeClient {
     });
   }
 
+  /** GET /session: every OpenCode session, with `time.updated`. */
+  async listSessions(): Promise<Array<{ id: string; time?: { created?: number; updated?: number } }>> {
+    return (await this.request('GET', '/session')) as Array<{ id: string; time?: { updated?: number } }>;
+  }
+
+  /** GET /session/:id/message: the transcript, `[{ info, parts }]` oldest first. */
+  async messages(sessionId: string): Promise<unknown[]> {
+    return (await this.request('GET', `/session/${encodeURIComponent(sessionId)}/message`)) as unknown[];
+  }
+
   async abort(sessionId: string): Promise<boolean> {
     return (await this.request('POST', `/session/${encodeURIComponent(sessionId)}/abort`)) === true;
   }

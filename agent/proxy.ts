@@ -20,6 +20,12 @@ export interface ControlHandlers {
   refresh(): Promise<{ status: number; body: unknown }>;
   reload(body: unknown): Promise<{ status: number; body: unknown }>;
   part(id: string): Promise<{ mime: string; bytes: Buffer } | null>;
+  /** POST /singulacomp/message: a user message to the conversation; starts a turn. */
+  message(body: unknown): Promise<{ status: number; body: unknown }>;
+  /** POST /singulacomp/abort: ends the conversation's running turn. */
+  abort(): Promise<{ status: number; body: unknown }>;
+  /** GET /singulacomp/messages: the conversation's transcript as OpenCode stores it. */
+  messages(): Promise<{ status: number; body: unknown }>;
 }
 
 export interface ProxyServerOptions {
@@ -168,6 +174,24 @@ export class ProxyServer {
           return sendJson(res, 400, { error: `bad body: ${(error as Error).message}` });
         }
         const result = await this.options.handlers.reload(body);
+        return sendJson(res, result.status, result.body);
+      }
+      if (path === '/singulacomp/message' && req.method === 'POST') {
+        let body: unknown;
+        try {
+          body = await readJson(req, 1024 * 1024);
+        } catch (error) {
+          return sendJson(res, 400, { error: `bad body: ${(error as Error).message}` });
+        }
+        const result = await this.options.handlers.message(body);
+        return sendJson(res, result.status, result.body);
+      }
+      if (path === '/singulacomp/abort' && req.method === 'POST') {
+        const result = await this.options.handlers.abort();
+        return sendJson(res, result.status, result.body);
+      }
+      if (path === '/singulacomp/messages' && req.method === 'GET') {
+        const result = await this.options.handlers.messages();
         return sendJson(res, result.status, result.body);
       }
       const part = /^\/singulacomp\/part\/([^/]+)$/.exec(path);

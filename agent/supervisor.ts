@@ -23,6 +23,8 @@ export interface SupervisorOptions {
   stableAfterMs: number;
   stopGraceMs: number;
   reportState: (state: RuntimeState, message?: string) => void;
+  /** Runs once after the bootstrap claim, before the first OpenCode starts (e.g. to fill `env`). */
+  beforeLaunch?: () => Promise<void>;
 }
 
 export interface RestartRecord {
@@ -64,6 +66,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   async boot(): Promise<void> {
     this.bootstrap = await this.claim();
     if (!this.bootstrap) return;
+    await this.options.beforeLaunch?.();
     await this.launch();
     if (this.healthy) await this.sendInitialPrompt();
   }

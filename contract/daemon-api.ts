@@ -4,6 +4,7 @@ export {
   ClaimBootstrapDocument,
   ReleaseLeaseDocument,
   RenewLeaseDocument,
+  ReportAgentEventsDocument,
   ReportReloadPhaseDocument,
   ReportRuntimeStateDocument,
   ReportTelemetryDocument,

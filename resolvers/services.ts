@@ -26,6 +26,11 @@ import { type SnapshotService, createSnapshotService } from './snapshots/snapsho
 import { type TelemetryService, createTelemetryService } from './daemon/telemetry';
 import { type TokenService, createTokenService } from './auth/tokens';
 import { type UsageService, createUsageService } from './billing/usage';
+import { createHmac } from 'node:crypto';
+import { type DaemonClient, createDaemonClient } from './daemon/daemon-client';
+import { type AccessService, createAccessService } from './gateway/access';
+import { type ConversationService, createConversationService } from './gateway/conversation';
+import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from './gateway/llm';
 
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
@@ -38,6 +43,14 @@ export interface ServicesConfig {
   leaseTtlMs: number;
   idleTimeoutMs: number;
   reaperIntervalMs: number;
+  /** LLM gateway upstreams and image limit (R-LLM-1). */
+  llm: LlmConfig;
+  /** Lifetime of signed preview URLs. */
+  previewUrlTtlSeconds: number;
+  /** host[:port] of subdomain previews; null: the API host when it is a DNS name. */
+  previewDomain: string | null;
+  /** The sandbox image's static file-share port (never behind a share link). */
+  fileSharePort: number;
 }
 
 export interface Services {
@@ -66,6 +79,10 @@ export interface Services {
   runtimeState: RuntimeStateService;
   claims: ClaimService;
   reloads: ReloadService;
+  llmGateway: LlmGatewayService;
+  daemon: DaemonClient;
+  conversation: ConversationService;
+  access: AccessService;
 }
 
 export interface ServicesOptions {
@@ -169,11 +186,33 @@ export function createServices(options: ServicesOptions): Services {
   });
   const runtimeState = createRuntimeStateService({ db, events });
   const claims = createClaimService({ db });
+  // Every server→daemon call goes through this one client (signing, and later provider headers).
+  const daemon = createDaemonClient({ encryptionKey: options.keys.encryption });
   const reloads = createReloadService({
     db,
     events,
     logger: options.logger,
     encryptionKey: options.keys.encryption,
+    daemon,
+  });
+  const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
+  const conversation = createConversationService({
+    db,
+    pubsub: options.pubsub,
+    daemon,
+    logger: options.logger,
+    apiUrl: options.apiUrl,
+  });
+  const access = createAccessService({
+    db,
+    tokens,
+    // Purpose-bound: a preview signature can never pass for anything else signed with the root key.
+    signingKey: createHmac('sha256', options.keys.encryption).update('singulacomp:preview-url').digest(),
+    fileSharePort: options.config.fileSharePort,
+    previewUrlTtlSeconds: options.config.previewUrlTtlSeconds,
+    previewDomain: options.config.previewDomain,
+    apiUrl: options.apiUrl,
+    now: options.now,
   });
   return {
     db,
@@ -201,5 +240,9 @@ export function createServices(options: ServicesOptions): Services {
     runtimeState,
     claims,
     reloads,
+    llmGateway,
+    daemon,
+    conversation,
+    access,
   };
 }

@@ -10,5 +10,7 @@ import './tokens';
 import './daemon';
 import './subscriptions';
 import './usage';
+import './gateway';
+import './conversation';
 
 export const schema = builder.toSchema({ sortSchema: false });

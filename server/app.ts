@@ -31,6 +31,11 @@ import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
+import type { Socket } from 'node:net';
+import { createAgentProxy } from './agent-proxy';
+import { createDaemonProxy } from './daemon-proxy';
+import { createLlmGateway } from './llm-gateway';
+import { createPreviewProxy } from './preview-proxy';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -176,32 +181,70 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     ],
   });
 
+  const llmGateway = createLlmGateway({ service: services.llmGateway, logger });
+  const daemonProxy = createDaemonProxy({ daemon: services.daemon, logger });
+  const agentProxy = createAgentProxy({
+    access: services.access,
+    daemon: services.daemon,
+    proxy: daemonProxy,
+    logger,
+  });
+  const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
+
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz' || path === '/readyz') {
-      await answerHealth(path, res, { database, pubsub, draining: () => draining });
-      return;
-    }
-    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
-    if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
-      return;
-    }
+  const track = (res: ServerResponse): void => {
     inFlight++;
     res.once('close', () => {
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
     if (draining) res.setHeader('connection', 'close');
+  };
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // Subdomain previews own every path of their host, /healthz and /graphql included.
+    if (previewProxy.matches(req, path)) {
+      track(res);
+      await previewProxy.handle(req, res);
+      return;
+    }
+    if (path === '/healthz' || path === '/readyz') {
+      await answerHealth(path, res, { database, pubsub, draining: () => draining });
+      return;
+    }
+    if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
+    // The gateway and the agent proxy carry their own body limits (screenshots, uploads).
+    const transport = llmGateway.matches(path) ? llmGateway : agentProxy.matches(path) ? agentProxy : null;
+    if (transport) {
+      track(res);
+      await transport.handle(req, res);
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
+      return;
+    }
+    track(res);
     // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
     await yoga.requestListener(req, res);
   });
 
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: DECLARED_BODY_LIMIT_BYTES });
+  // Upgrades are routed here: graphql-ws on /graphql, the agent and preview proxies elsewhere (a
+  // WebSocketServer bound to the HTTP server would answer 400 to every other path).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: DECLARED_BODY_LIMIT_BYTES });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (previewProxy.matches(req, path)) return void previewProxy.upgrade(req, socket, head);
+    if (agentProxy.matches(path)) return void agentProxy.upgrade(req, socket, head);
+    if (path === '/graphql') {
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      return;
+    }
+    socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  });
   const realtime = createRealtimeServer({
     wss,
     yoga,
@@ -262,6 +305,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       server.closeAllConnections();
       await realtime.close();
       wss.close();
+      daemonProxy.close();
       await services.provisioner.drain();
       await services.telemetry.drain();
       await pubsub.close();

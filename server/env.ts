@@ -2,6 +2,7 @@
 // process). Elsewhere the environment is only inherited by child processes (git, LOCAL sandboxes).
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { LlmConfig } from '../resolvers/gateway/llm';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no'])
@@ -37,6 +38,31 @@ const ratesJson = z.string().transform((text, ctx): z.infer<typeof rateOverrides
     return {};
   }
   const parsed = rateOverrides.safeParse(json);
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) {
+      ctx.addIssue({ code: 'custom', message: `${i.path.join('.') || '(root)'} ${i.message}` });
+    }
+    return {};
+  }
+  return parsed.data;
+});
+
+const llmUpstream = z.object({ baseUrl: z.string().url(), apiKey: z.string().nullable().default(null) });
+/** SINGULACOMP_LLM_ACCOUNT_UPSTREAMS: {"<accountId>":{"openai":{baseUrl,apiKey},"anthropic":{…}}}. */
+const llmAccountsJson = z.string().transform((text, ctx): LlmConfig['accounts'] => {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message})` });
+    return {};
+  }
+  const parsed = z
+    .record(
+      z.string(),
+      z.object({ openai: llmUpstream.optional(), anthropic: llmUpstream.optional() }).strict(),
+    )
+    .safeParse(json);
   if (!parsed.success) {
     for (const i of parsed.error.issues) {
       ctx.addIssue({ code: 'custom', message: `${i.path.join('.') || '(root)'} ${i.message}` });
@@ -138,6 +164,31 @@ const variables = z.object({
   PLATINUM_API_KEY: z.string().optional(),
   /** Platinum has no public default endpoint: required with PLATINUM_API_KEY. */
   PLATINUM_API_URL: z.string().url().optional(),
+  /**
+   * LLM gateway upstreams (R-LLM-1): base URLs and keys stay on the server and never enter a
+   * sandbox. The OpenAI base URL ends before `/chat/completions` (e.g. https://api.openai.com/v1),
+   * the Anthropic one before `/messages` (e.g. https://api.anthropic.com/v1).
+   */
+  SINGULACOMP_LLM_OPENAI_BASE_URL: z.string().url().optional(),
+  SINGULACOMP_LLM_OPENAI_API_KEY: z.string().optional(),
+  SINGULACOMP_LLM_ANTHROPIC_BASE_URL: z.string().url().optional(),
+  SINGULACOMP_LLM_ANTHROPIC_API_KEY: z.string().optional(),
+  /** Per-account upstreams, which win over the server-wide ones. */
+  SINGULACOMP_LLM_ACCOUNT_UPSTREAMS: llmAccountsJson.optional(),
+  /** Images kept per gateway request (older ones become a text placeholder). */
+  SINGULACOMP_LLM_MAX_IMAGES: z.coerce.number().int().min(0).default(12),
+  /** Lifetime of signed preview URLs (the cookie they set lives longer). */
+  SINGULACOMP_PREVIEW_URL_TTL_SECONDS: z.coerce.number().int().positive().default(300),
+  /**
+   * Domain (host[:port]) under which subdomain previews `p<port>-<sandbox-id>.<domain>` resolve to
+   * this server (wildcard DNS). Default: the public URL's host, when it is a name and not an IP.
+   */
+  SINGULACOMP_PREVIEW_DOMAIN: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$/)
+    .optional(),
+  /** Static file-share port of the sandbox image; never reachable through a public share link. */
+  SINGULACOMP_FILE_SHARE_PORT: port.default(8080),
 });
 
 export type ProviderKind = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
@@ -205,6 +256,19 @@ const schema = variables.transform((e) => ({
         maxSandboxLifetimeMs: e.E2B_PLAN === 'pro' ? 24 * 3_600_000 : 3_600_000,
       }
     : null,
+  llm: {
+    openai: e.SINGULACOMP_LLM_OPENAI_BASE_URL
+      ? { baseUrl: e.SINGULACOMP_LLM_OPENAI_BASE_URL, apiKey: e.SINGULACOMP_LLM_OPENAI_API_KEY ?? null }
+      : null,
+    anthropic: e.SINGULACOMP_LLM_ANTHROPIC_BASE_URL
+      ? { baseUrl: e.SINGULACOMP_LLM_ANTHROPIC_BASE_URL, apiKey: e.SINGULACOMP_LLM_ANTHROPIC_API_KEY ?? null }
+      : null,
+    accounts: e.SINGULACOMP_LLM_ACCOUNT_UPSTREAMS ?? {},
+    maxImages: e.SINGULACOMP_LLM_MAX_IMAGES,
+  } satisfies LlmConfig,
+  previewUrlTtlSeconds: e.SINGULACOMP_PREVIEW_URL_TTL_SECONDS,
+  previewDomain: e.SINGULACOMP_PREVIEW_DOMAIN ?? null,
+  fileSharePort: e.SINGULACOMP_FILE_SHARE_PORT,
   platinum:
     e.PLATINUM_API_KEY && e.PLATINUM_API_URL
       ? { apiKey: e.PLATINUM_API_KEY, apiUrl: e.PLATINUM_API_URL }

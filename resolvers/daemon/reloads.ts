@@ -3,12 +3,16 @@
 // token the server keeps encrypted); the daemon then reports each phase with reportReloadPhase. A
 // FAILED phase ends the reload FAILED with the phase's message; CONFIRM_CONFIG SUCCEEDED ends it
 // SUCCEEDED. A daemon that cannot be reached, or refuses, ends the reload FAILED at once.
-import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
 import type { Reload, ReloadPhaseName, ReloadPhaseStatus } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import { assertCanWriteSession } from '../auth/authz';
-import { decrypt } from '../auth/crypto';
+import {
+  type DaemonClient,
+  DaemonUnavailableError,
+  contextUserId,
+  createDaemonClient,
+} from './daemon-client';
 import { ConflictError, NotFoundError, forbidden } from '../errors';
 import type { Events } from '../events/events';
 import { parseId } from '../ids';
@@ -22,6 +26,8 @@ export interface ReloadServiceOptions {
   /** Deadline for the daemon to accept the reload request. @default 10_000 */
   requestTimeoutMs?: number;
   fetch?: typeof fetch;
+  /** The server→daemon transport (shared with the conversation and the proxies). */
+  daemon?: DaemonClient;
   now?: () => number;
 }
 
@@ -33,8 +39,13 @@ export function createReloadService(options: ReloadServiceOptions) {
   const { db, events } = options;
   const log = options.logger.child({ module: 'reloads' });
   const now = options.now ?? Date.now;
-  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  const fetchImpl = options.fetch ?? fetch;
+  const daemon =
+    options.daemon ??
+    createDaemonClient({
+      encryptionKey: options.encryptionKey,
+      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
 
   async function finish(
     reload: { id: string; sessionId: string },
@@ -72,24 +83,26 @@ export function createReloadService(options: ReloadServiceOptions) {
       const reload = await db.reload.create({ data: { sessionId, noRepo, force, status: 'RUNNING' } });
       await events.reload({ reloadId: reload.id, sessionId, accountId: session.accountId });
 
-      const userId = principal.kind === 'USER' ? principal.userId : `service-account:${principal.tokenId}`;
       let failure: string | null = null;
       try {
-        const token = decrypt(options.encryptionKey, sandbox.sandboxTokenEnc);
-        const header = signUserContext({ sessionId, userId, ttlSeconds: 120 }, token);
-        const response = await fetchImpl(`${sandbox.serviceUrl.replace(/\/+$/, '')}/singulacomp/reload`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', [USER_CONTEXT_HEADER]: header },
-          body: JSON.stringify({ reloadId: reload.id, noRepo, force }),
-          signal: AbortSignal.timeout(requestTimeoutMs),
-        });
+        const response = await daemon.request(
+          {
+            sessionId,
+            serviceUrl: sandbox.serviceUrl,
+            sandboxTokenEnc: sandbox.sandboxTokenEnc,
+            serviceHeadersEnc: sandbox.serviceHeadersEnc,
+          },
+          contextUserId(principal),
+          '/singulacomp/reload',
+          { method: 'POST', body: { reloadId: reload.id, noRepo, force } },
+        );
         if (response.status !== 202) {
           const body = (await response.text().catch(() => '')).slice(0, 500);
           failure = `The sandbox daemon refused the reload (HTTP ${response.status}): ${body}`;
         }
       } catch (error) {
-        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-        failure = `The sandbox daemon could not be reached at ${sandbox.serviceUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`;
+        if (!(error instanceof DaemonUnavailableError)) throw error;
+        failure = error.message;
       }
       if (failure) {
         log.warn({ sessionId, reloadId: reload.id, failure }, 'reload request failed');

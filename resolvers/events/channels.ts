@@ -17,6 +17,21 @@ export interface TelemetrySnapshot {
   reason: 'INTERVAL' | 'STATE_CHANGE' | 'MEMORY_GUARD';
 }
 
+export type AgentEventKind = 'TEXT_DELTA' | 'PART_UPDATED' | 'TOOL_CALL' | 'MESSAGE_UPDATED' | 'TURN_STATE';
+
+/** An OpenCode event reduced to what a conversation client shows. */
+export interface AgentEventPayload {
+  kind: AgentEventKind;
+  opencodeSessionId: string | null;
+  messageId?: string;
+  partId?: string;
+  delta?: string;
+  role?: string;
+  part?: Record<string, unknown>;
+  turnState?: 'BUSY' | 'RETRY' | 'IDLE' | 'ERROR';
+  error?: string;
+}
+
 /** topic → payload. Payloads carry ids plus the state at the time; subscribers re-check capability. */
 export interface Channels {
   /** The snapshot fields freeze the session as of the event (absent in events logged before them). */
@@ -33,6 +48,8 @@ export interface Channels {
   reloadProgress: { reloadId: string; sessionId: string; accountId: string; status?: string; phase?: string };
   /** `sessionSeq` is the seq of the matching sessionUpdated event (Session.seq). */
   accountSessions: { sessionId: string; accountId: string; sessionSeq?: number } & SessionSnapshot;
+  /** One agent event of a session's conversation (resolvers/gateway/conversation.ts). */
+  sessionEvents: { sessionId: string; accountId: string; event: AgentEventPayload };
   /** Control message: close this token's sockets on every process. Not logged, no seq. */
   tokenRevoked: { tokenId: string };
 }

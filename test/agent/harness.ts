@@ -92,12 +92,20 @@ export async function startRecordingApi(options: RecordingApiOptions): Promise<R
         return { __typename: 'ReportRuntimeStateSuccess', sandbox: { id: sandboxId } };
       case 'reportReloadPhase':
         return { __typename: 'ReportReloadPhaseSuccess', reload: { id: input.reloadId, status: 'RUNNING' } };
+      case 'reportAgentEvents':
+        return { __typename: 'ReportAgentEventsSuccess', accepted: (input.events as unknown[]).length };
       default:
         throw new Error(`unexpected operation ${operation}`);
     }
   };
 
   const server: Server = createServer(async (req, res) => {
+    // Only GraphQL here: the LLM gateway's model list answers 404, so OpenCode keeps the
+    // workspace's own provider (the stub model).
+    if (!req.url?.startsWith('/graphql')) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not here"}');
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {

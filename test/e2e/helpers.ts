@@ -21,7 +21,15 @@ export interface E2eOptions {
   env?: Record<string, string>;
   /** Daemon settings passed through SINGULACOMP_LOCAL_PASS_ENV. */
   daemonEnv?: Record<string, string>;
+  /**
+   * OpenCode reaches the stub model only through the server's LLM gateway: the repository's config
+   * names the gateway's model and holds no provider or key; the server holds the upstream key.
+   */
+  gateway?: boolean;
 }
+
+/** The upstream key the server holds when `gateway` is set; it must never reach a sandbox. */
+export const SERVER_HELD_MODEL_KEY = 'sk-server-held-upstream-key';
 
 export interface E2e {
   t: TestApp;
@@ -38,7 +46,16 @@ export interface E2e {
 
 export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   const stub = await startStubModel({ reply: 'Done.' });
-  const config = opencodeConfig({ baseURL: stub.baseURL });
+  const config = options.gateway
+    ? {
+        $schema: 'https://opencode.ai/config.json',
+        autoupdate: false,
+        share: 'disabled',
+        model: 'singulacomp/stub-model',
+        small_model: 'singulacomp/stub-model',
+        enabled_providers: ['singulacomp'],
+      }
+    : opencodeConfig({ baseURL: stub.baseURL });
   const repo = createTestRepo({
     'README.md': '# e2e\n',
     [join(OPENCODE_CONFIG_SUBDIR, 'opencode.json')]: `${JSON.stringify(config, null, 2)}\n`,
@@ -53,6 +70,12 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
       // Empty selects the default entry command: the bundled daemon.
       SINGULACOMP_LOCAL_ENTRY: '',
       SINGULACOMP_LOCAL_PASS_ENV: Object.keys(daemonEnv).join(','),
+      ...(options.gateway
+        ? {
+            SINGULACOMP_LLM_OPENAI_BASE_URL: stub.baseURL,
+            SINGULACOMP_LLM_OPENAI_API_KEY: SERVER_HELD_MODEL_KEY,
+          }
+        : {}),
       ...options.env,
     },
   });

@@ -1,0 +1,272 @@
+// The session gateway against direct calls, in the same run, on one LOCAL session with a real
+// daemon: LLM gateway first-byte and total latency (streamed chat completions) against the stub
+// upstream called directly; preview proxy latency and WebSocket echo round trip against the app
+// called directly; agent events per second through reportAgentEvents → sessionEvents (graphql-ws)
+// against the event log + pub/sub alone.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import WebSocket, { WebSocketServer } from 'ws';
+import { type E2e, startE2e } from '../test/e2e/helpers';
+import { SessionEventsDocument } from '../test/generated/graphql';
+import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
+import { openSocket, watch } from '../test/realtime/helpers';
+import { waitFor } from '../test/support/wait';
+import type { BenchResult } from './support/harness';
+export type { BenchResult };
+
+const LLM_REQUESTS = 200;
+const PREVIEW_REQUESTS = 1_000;
+const WS_ROUND_TRIPS = 1_000;
+const EVENTS = 5_000;
+const EVENT_BATCH = 100;
+const CONCURRENCY = 4;
+
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const round = (ms: number): number => Math.round(ms * 1_000) / 1_000;
+
+async function pool(count: number, concurrency: number, task: () => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        next += 1;
+        await task();
+      }
+    }),
+  );
+}
+
+/** First byte and total of one streamed completion. */
+async function streamed(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ first: number; total: number }> {
+  const started = performance.now();
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model: 'stub-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  let first = 0;
+  for await (const _chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    if (first === 0) first = performance.now() - started;
+  }
+  return { first, total: performance.now() - started };
+}
+
+async function llmSamples(url: string, headers: Record<string, string>, count: number) {
+  const first: number[] = [];
+  const total: number[] = [];
+  await pool(count, CONCURRENCY, async () => {
+    const s = await streamed(url, headers);
+    first.push(s.first);
+    total.push(s.total);
+  });
+  return { first, total };
+}
+
+async function httpSamples(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  await pool(count, CONCURRENCY, async () => {
+    const started = performance.now();
+    const res = await fetch(url, { headers });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+    samples.push(performance.now() - started);
+  });
+  return samples;
+}
+
+async function wsRoundTrips(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
+  const ws = new WebSocket(url, { headers });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    ws.send(String(i));
+    await new Promise((resolve) => ws.once('message', resolve));
+    samples.push(performance.now() - started);
+  }
+  ws.close();
+  return samples;
+}
+
+function deltaEvent(i: number): string {
+  return JSON.stringify({
+    type: 'message.part.delta',
+    properties: {
+      sessionID: 'ses_bench',
+      messageID: 'msg_bench',
+      partID: 'prt_bench',
+      field: 'text',
+      delta: `w${i} `,
+    },
+  });
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const e: E2e = await startE2e({ gateway: true, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
+  const app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
+  const wss = new WebSocketServer({ server: app });
+  wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data)));
+  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  const appPort = (app.address() as AddressInfo).port;
+  try {
+    const s: LiveSession = await startSession(e.t, await createProject(e.t, e.repo.url));
+    const pat = { authorization: `Bearer ${e.t.adminToken}` };
+    const results: BenchResult[] = [];
+
+    // LLM gateway vs the stub upstream directly.
+    const gateway = `${e.t.url}/v1/llm/openai/v1/chat/completions`;
+    const direct = `${e.stub.baseURL}/chat/completions`;
+    const sandboxAuth = { authorization: `Bearer ${s.token}` };
+    await llmSamples(gateway, sandboxAuth, 20);
+    await llmSamples(direct, {}, 20);
+    const g1 = await llmSamples(gateway, sandboxAuth, LLM_REQUESTS / 2);
+    const d1 = await llmSamples(direct, {}, LLM_REQUESTS / 2);
+    const g2 = await llmSamples(gateway, sandboxAuth, LLM_REQUESTS / 2);
+    const d2 = await llmSamples(direct, {}, LLM_REQUESTS / 2);
+    const gw = { first: [...g1.first, ...g2.first], total: [...g1.total, ...g2.total] };
+    const dd = { first: [...d1.first, ...d2.first], total: [...d1.total, ...d2.total] };
+    const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}; baseline = stub upstream directly`;
+    for (const [label, key] of [
+      ['first byte', 'first'],
+      ['total', 'total'],
+    ] as const) {
+      for (const p of [50, 99]) {
+        results.push({
+          name: `llm gateway ${label} p${p}`,
+          value: round(percentile(gw[key], p)),
+          unit: 'ms',
+          baseline: round(percentile(dd[key], p)),
+          note: llmNote,
+        });
+      }
+    }
+
+    // Preview proxy (control plane → daemon → app) vs the app directly.
+    const preview = `${e.t.url}/v1/p/${s.sandboxId}/${appPort}/`;
+    const appUrl = `http://127.0.0.1:${appPort}/`;
+    await httpSamples(preview, pat, 100);
+    await httpSamples(appUrl, {}, 100);
+    const pv = [
+      ...(await httpSamples(preview, pat, PREVIEW_REQUESTS / 2)),
+      ...(await httpSamples(preview, pat, PREVIEW_REQUESTS / 2)),
+    ];
+    const ap = [
+      ...(await httpSamples(appUrl, {}, PREVIEW_REQUESTS / 2)),
+      ...(await httpSamples(appUrl, {}, PREVIEW_REQUESTS / 2)),
+    ];
+    for (const p of [50, 99]) {
+      results.push({
+        name: `preview proxy GET p${p}`,
+        value: round(percentile(pv, p)),
+        unit: 'ms',
+        baseline: round(percentile(ap, p)),
+        note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, API token; baseline = app directly`,
+      });
+    }
+    const wsBase = e.t.url.replace(/^http/, 'ws');
+    const wsPreview = await wsRoundTrips(`${wsBase}/v1/p/${s.sandboxId}/${appPort}/`, pat, WS_ROUND_TRIPS);
+    const wsDirect = await wsRoundTrips(`ws://127.0.0.1:${appPort}/`, {}, WS_ROUND_TRIPS);
+    for (const p of [50, 99]) {
+      results.push({
+        name: `preview WebSocket echo p${p}`,
+        value: round(percentile(wsPreview, p)),
+        unit: 'ms',
+        baseline: round(percentile(wsDirect, p)),
+        note: `${WS_ROUND_TRIPS} sequential round trips on one socket; baseline = app directly`,
+      });
+    }
+
+    // Agent events: the daemon's mutation → event log → graphql-ws subscriber, vs log + pub/sub alone.
+    const socket = openSocket(e.t.wsUrl, e.t.adminToken);
+    const sub = watch(socket, SessionEventsDocument, { sessionId: s.sessionId });
+    await waitFor(async () => socket.connected, 10_000);
+    // A first event proves the subscription is live before the clock starts.
+    await e.t.app.services.conversation.report(
+      await e.t.app.services.tokens.authenticate(`Bearer ${s.token}`),
+      {
+        sessionId: s.sessionId,
+        events: [deltaEvent(-1)],
+      },
+    );
+    await sub.waitForEvents(1, 20_000);
+    const started = performance.now();
+    for (let i = 0; i < EVENTS; i += EVENT_BATCH) {
+      const events = Array.from({ length: EVENT_BATCH }, (_, j) => deltaEvent(i + j));
+      const res = await fetch(e.t.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...sandboxAuth },
+        body: JSON.stringify({
+          query:
+            'mutation($input: ReportAgentEventsInput!) { reportAgentEvents(input: $input) { __typename } }',
+          variables: { input: { sessionId: s.sessionId, events } },
+        }),
+      });
+      await res.text();
+    }
+    await sub.waitForEvents(EVENTS + 1, 120_000);
+    const endToEnd = EVENTS / ((performance.now() - started) / 1000);
+    sub.unsubscribe();
+    await socket.dispose();
+
+    const pubsub = e.t.app.services.pubsub;
+    const key = `bench-${Date.now()}`;
+    const stream = pubsub.subscribe('sessionEvents', key, { after: null });
+    const iterator = stream[Symbol.asyncIterator]();
+    const baseStarted = performance.now();
+    const received = (async () => {
+      for (let n = 0; n < EVENTS; n++) await iterator.next();
+    })();
+    for (let i = 0; i < EVENTS; i += EVENT_BATCH) {
+      await Promise.all(
+        Array.from({ length: EVENT_BATCH }, (_, j) =>
+          pubsub.publish('sessionEvents', key, {
+            sessionId: key,
+            accountId: key,
+            event: { kind: 'TEXT_DELTA', opencodeSessionId: 'ses_bench', delta: `w${i + j} ` },
+          }),
+        ),
+      );
+    }
+    await received;
+    const baseline = EVENTS / ((performance.now() - baseStarted) / 1000);
+    await iterator.return?.();
+    results.push({
+      name: 'sessionEvents throughput',
+      value: Math.round(endToEnd),
+      unit: 'events/s',
+      baseline: Math.round(baseline),
+      note: `${EVENTS} deltas in batches of ${EVENT_BATCH} via reportAgentEvents to a graphql-ws subscriber; baseline = event log + pub/sub alone`,
+    });
+    return results;
+  } finally {
+    for (const client of wss.clients) client.terminate();
+    app.closeAllConnections();
+    app.close();
+    await e.stop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  run().then(
+    (results) => {
+      for (const r of results) console.log(JSON.stringify(r));
+      process.exit(0);
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

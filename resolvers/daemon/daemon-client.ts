@@ -1,0 +1,98 @@
+// The one way the control plane talks to a sandbox daemon (docs/agent-api.md): every call carries
+// an X-SingulaComp-User-Context header signed with the sandbox token the server keeps encrypted,
+// for the user on whose behalf it is made. Reloads, the conversation, the agent proxy and the
+// preview proxy all go through here, so transport concerns (provider preview tokens, port rules)
+// plug in at one place.
+import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
+import type { Principal } from '../auth/principal';
+import { decrypt } from '../auth/crypto';
+import { daemonRequestHeaders } from '../providers/service-access';
+
+/** The daemon's own header naming the sandbox port to proxy to (agent/proxy.ts). */
+export const TARGET_PORT_HEADER = 'x-singulacomp-target-port';
+
+export interface DaemonTarget {
+  sessionId: string;
+  serviceUrl: string | null;
+  sandboxTokenEnc: string | null;
+  /** The provider's stored access headers for serviceUrl (e.g. Daytona's preview token). */
+  serviceHeadersEnc?: string | null;
+}
+
+/** Thrown when the daemon cannot be reached or answers with an unexpected status. */
+export class DaemonUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** The user id a daemon sees in the user context. */
+export function contextUserId(principal: Principal): string {
+  if (principal.kind === 'USER') return principal.userId;
+  if (principal.kind === 'SERVICE_ACCOUNT') return `service-account:${principal.serviceAccountId}`;
+  return principal.userId ?? `session:${principal.sessionId}`;
+}
+
+export interface DaemonClientOptions {
+  encryptionKey: Buffer;
+  /** Per-call deadline. @default 10_000 */
+  requestTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export type DaemonClient = ReturnType<typeof createDaemonClient>;
+
+export function createDaemonClient(options: DaemonClientOptions) {
+  const fetchImpl = options.fetch ?? fetch;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+
+  function baseUrl(target: DaemonTarget): string {
+    if (!target.serviceUrl || !target.sandboxTokenEnc) {
+      throw new DaemonUnavailableError('The sandbox daemon is not reachable yet (no service URL).');
+    }
+    return target.serviceUrl.replace(/\/+$/, '');
+  }
+
+  /** Headers that authorize one request to the daemon for `userId` (short-lived). */
+  function headers(target: DaemonTarget, userId: string, ttlSeconds = 120): Record<string, string> {
+    baseUrl(target);
+    const token = decrypt(options.encryptionKey, target.sandboxTokenEnc!);
+    return {
+      [USER_CONTEXT_HEADER]: signUserContext({ sessionId: target.sessionId, userId, ttlSeconds }, token),
+    };
+  }
+
+  return {
+    baseUrl,
+    headers,
+
+    /** One request; network failures become DaemonUnavailableError. The caller reads the status. */
+    async request(
+      target: DaemonTarget,
+      userId: string,
+      path: string,
+      init: { method?: string; body?: unknown; timeoutMs?: number } = {},
+    ): Promise<Response> {
+      const url = `${baseUrl(target)}${path}`;
+      try {
+        return await fetchImpl(url, {
+          method: init.method ?? 'GET',
+          headers: {
+            ...headers(target, userId),
+            ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          body: init.body === undefined ? undefined : JSON.stringify(init.body),
+          signal: AbortSignal.timeout(init.timeoutMs ?? requestTimeoutMs),
+        });
+      } catch (error) {
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        throw new DaemonUnavailableError(
+          `The sandbox daemon could not be reached at ${target.serviceUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+        );
+      }
+    },
+  };
+}

@@ -1,0 +1,136 @@
+// Session.llmUsage (R-LLM-1), Sandbox.previewUrl, share links (R-PRV-1..3). Rules live in
+// resolvers/gateway/.
+import { builder } from './builder';
+import { COMMON_ERRORS } from './errors';
+import { canReadSandbox } from './sandboxes';
+
+const LlmUsage = builder
+  .objectRef<{ requests: number; inputTokens: bigint; outputTokens: bigint }>('LlmUsage')
+  .implement({
+    description:
+      "Token usage of a session's calls through the LLM gateway, from the upstream's usage fields.",
+    fields: (t) => ({
+      requests: t.exposeInt('requests'),
+      inputTokens: t.float({ resolve: (u) => Number(u.inputTokens) }),
+      outputTokens: t.float({ resolve: (u) => Number(u.outputTokens) }),
+    }),
+  });
+
+builder.prismaObjectField('Session', 'llmUsage', (t) =>
+  t.field({
+    type: LlmUsage,
+    select: { llmUsage: true },
+    resolve: (session) => session.llmUsage ?? { requests: 0, inputTokens: 0n, outputTokens: 0n },
+  }),
+);
+
+// --- previews and share links (R-PRV-1, R-PRV-2, R-PRV-3) ----------------------------------------
+
+const PreviewFormEnum = builder.enumType('PreviewForm', {
+  values: {
+    PATH: { description: '/v1/p/<sandbox-id>/<port>/ on the API host; supports WebSocket upgrades.' },
+    SUBDOMAIN: {
+      description: 'p<port>-<sandbox-id>.<api-host>; for apps needing root-relative paths. HTTP only.',
+    },
+  } as const,
+});
+
+const PreviewUrl = builder.objectRef<{ url: string; expiresAt: Date }>('PreviewUrl').implement({
+  description: 'A signed URL; opening it sets a cookie scoped to this preview, so a browser needs no token.',
+  fields: (t) => ({
+    url: t.exposeString('url'),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime', description: 'Open the URL before this instant.' }),
+  }),
+});
+
+builder.prismaObjectField('Sandbox', 'previewUrl', (t) =>
+  t.field({
+    type: PreviewUrl,
+    args: {
+      port: t.arg.int(),
+      form: t.arg({ type: PreviewFormEnum, required: false, description: 'Default: PATH.' }),
+    },
+    select: { id: true, sessionId: true, accountId: true },
+    resolve: (sandbox, args, ctx) =>
+      ctx.services.access.previewUrl(ctx.principal!, sandbox, args.port, args.form ?? 'PATH'),
+  }),
+);
+
+const ShareLinkModeEnum = builder.enumType('ShareLinkMode', {
+  values: {
+    VIEW_ONLY: { description: 'GET and HEAD only, no WebSocket.' },
+    INTERACTIVE: { description: 'Every method and WebSocket upgrades.' },
+  } as const,
+});
+
+export const ShareLinkRef = builder.prismaNode('ShareLink', {
+  id: { field: 'id' },
+  authScopes: (link, ctx) => canReadSandbox(ctx.principal, { sessionId: '', accountId: link.accountId }),
+  fields: (t) => ({
+    port: t.exposeInt('port'),
+    mode: t.expose('mode', { type: ShareLinkModeEnum }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    active: t.boolean({
+      resolve: (link) => !link.revokedAt && link.expiresAt.getTime() > Date.now(),
+    }),
+  }),
+});
+
+builder.prismaObjectField('Sandbox', 'shareLinks', (t) =>
+  t.relation('shareLinks', { query: { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] } }),
+);
+
+const CreateShareLinkInput = builder.inputType('CreateShareLinkInput', {
+  fields: (t) => ({
+    sandboxId: t.id({ description: 'Global id or UUID.' }),
+    port: t.int(),
+    mode: t.field({ type: ShareLinkModeEnum }),
+    expiresAt: t.field({ type: 'DateTime' }),
+  }),
+});
+
+builder.mutationField('createShareLink', (t) =>
+  t.field({
+    type: builder
+      .objectRef<{ link: import('../prisma/generated/client/client').ShareLink; url: string }>(
+        'CreateShareLinkSuccess',
+      )
+      .implement({
+        fields: (f) => ({
+          shareLink: f.field({ type: ShareLinkRef, resolve: (p) => p.link }),
+          url: f.exposeString('url', {
+            description: 'The public URL (shown once; only its hash is stored).',
+          }),
+        }),
+      }),
+    authScopes: { scope: 'sessions:write' },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: CreateShareLinkInput }) },
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.access.createShareLink(ctx.principal!, { ...input, sandboxId: String(input.sandboxId) }),
+  }),
+);
+
+const RevokeShareLinkInput = builder.inputType('RevokeShareLinkInput', {
+  fields: (t) => ({ shareLinkId: t.id() }),
+});
+
+builder.mutationField('revokeShareLink', (t) =>
+  t.field({
+    type: builder
+      .objectRef<{ link: import('../prisma/generated/client/client').ShareLink }>('RevokeShareLinkSuccess')
+      .implement({
+        fields: (f) => ({ shareLink: f.field({ type: ShareLinkRef, resolve: (p) => p.link }) }),
+      }),
+    authScopes: { scope: 'sessions:write' },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: RevokeShareLinkInput }) },
+    resolve: async (_root, { input }, ctx) => ({
+      link: await ctx.services.access.revokeShareLink(ctx.principal!, {
+        shareLinkId: String(input.shareLinkId),
+      }),
+    }),
+  }),
+);

@@ -1,0 +1,138 @@
+// Forwards an authorized HTTP request or WebSocket upgrade to a sandbox daemon (http-proxy, the
+// same library the daemon uses): the caller's credentials are removed, the daemon's user-context
+// header and target port are set through the one server→daemon client. Used by the agent proxy
+// and the preview/share proxy.
+import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import httpProxy from 'http-proxy';
+import { type DaemonClient, TARGET_PORT_HEADER } from '../resolvers/daemon/daemon-client';
+import type { ProxyGrant } from '../resolvers/gateway/access';
+import type { Logger } from './logger';
+
+export interface ForwardOptions {
+  /** Drop X-Frame-Options and CSP frame-ancestors from the answer (previews embed in iframes). */
+  allowFraming?: boolean;
+  /** Cookie names of ours to remove before the request reaches the sandbox. */
+  dropCookies?: readonly string[];
+}
+
+const FRAMING = Symbol('allowFraming');
+
+/** Removes the frame-ancestors directive from a CSP value; null when nothing else is left. */
+export function withoutFrameAncestors(csp: string): string | null {
+  const kept = csp
+    .split(';')
+    .map((d) => d.trim())
+    .filter((d) => d.length > 0 && !/^frame-ancestors(\s|$)/i.test(d));
+  return kept.length > 0 ? kept.join('; ') : null;
+}
+
+function stripCookies(header: string | undefined, names: readonly string[]): string | undefined {
+  if (!header || names.length === 0) return header;
+  const kept = header
+    .split(';')
+    .map((c) => c.trim())
+    .filter((c) => c && !names.includes(c.slice(0, c.indexOf('=') === -1 ? c.length : c.indexOf('='))));
+  return kept.length > 0 ? kept.join('; ') : undefined;
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Answers an upgrade request with a plain HTTP error and closes the socket. */
+export function refuseUpgrade(socket: Socket, status: number, message: string): void {
+  const text = JSON.stringify({ error: message });
+  const reason =
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 410: 'Gone' }[status] ??
+    'Error';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
+}
+
+export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logger }) {
+  const { daemon } = options;
+  const log = options.logger.child({ module: 'daemon-proxy' });
+  // Keep-alive to the daemons: without an agent http-proxy sends `Connection: close`, which the
+  // daemon would pass on to OpenCode, and every request would pay a fresh connect.
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
+  const proxy = httpProxy.createProxyServer({ ws: true, proxyTimeout: 0, xfwd: true, agent });
+  proxy.on('error', (error, _req, resOrSocket) => {
+    log.debug({ err: error.message }, 'daemon unreachable');
+    if (resOrSocket && 'writeHead' in resOrSocket) {
+      const res = resOrSocket as ServerResponse;
+      if (!res.headersSent)
+        sendJson(res, 502, { error: `The sandbox could not be reached: ${error.message}` });
+      else res.end();
+    } else {
+      (resOrSocket as Socket | undefined)?.destroy();
+    }
+  });
+  proxy.on('proxyRes', (proxyRes, req) => {
+    if (!(req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING]) return;
+    delete proxyRes.headers['x-frame-options'];
+    for (const name of ['content-security-policy', 'content-security-policy-report-only']) {
+      const value = proxyRes.headers[name];
+      if (typeof value !== 'string') continue;
+      const kept = withoutFrameAncestors(value);
+      if (kept) proxyRes.headers[name] = kept;
+      else delete proxyRes.headers[name];
+    }
+  });
+
+  function prepare(req: IncomingMessage, grant: ProxyGrant, path: string, forward: ForwardOptions): string {
+    req.url = path.startsWith('/') ? path : `/${path}`;
+    delete req.headers.authorization;
+    const cookie = stripCookies(req.headers.cookie, forward.dropCookies ?? []);
+    if (cookie) req.headers.cookie = cookie;
+    else delete req.headers.cookie;
+    Object.assign(req.headers, daemon.headers(grant.target, grant.userId, 300));
+    if (grant.port !== null) req.headers[TARGET_PORT_HEADER] = String(grant.port);
+    else delete req.headers[TARGET_PORT_HEADER];
+    if (forward.allowFraming) (req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING] = true;
+    return daemon.baseUrl(grant.target);
+  }
+
+  return {
+    web(
+      req: IncomingMessage,
+      res: ServerResponse,
+      grant: ProxyGrant,
+      path: string,
+      forward: ForwardOptions = {},
+    ) {
+      const target = prepare(req, grant, path, forward);
+      proxy.web(req, res, { target, changeOrigin: true });
+    },
+    ws(
+      req: IncomingMessage,
+      socket: Socket,
+      head: Buffer,
+      grant: ProxyGrant,
+      path: string,
+      forward: ForwardOptions = {},
+    ) {
+      socket.on('error', () => socket.destroy());
+      const target = prepare(req, grant, path, forward);
+      proxy.ws(req, socket, head, { target, changeOrigin: true });
+    },
+    close: () => {
+      proxy.close();
+      agent.destroy();
+    },
+  };
+}
+
+export type DaemonProxy = ReturnType<typeof createDaemonProxy>;
