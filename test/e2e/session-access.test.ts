@@ -60,12 +60,15 @@ async function startSandboxApp(): Promise<{
     res.writeHead(200, {
       'content-type': 'text/html',
       'x-frame-options': 'DENY',
-      'content-security-policy': "default-src 'self'; frame-ancestors 'none'; img-src *",
+      'content-security-policy':
+        "default-src 'self'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'; img-src *",
     });
+    // Once rendered, the page reports (relative to itself, so through the preview) whether it is framed.
     res.end(
       req.method === 'HEAD'
         ? undefined
-        : '<!doctype html><title>sandbox app</title><h1>hello from the sandbox</h1>',
+        : `<!doctype html><title>sandbox app</title><h1>hello from the sandbox</h1>
+<script>fetch('echo?framed=' + (window.self !== window.top)).catch(() => {});</script>`,
     );
   });
   const wss = new WebSocketServer({ server });
