@@ -315,6 +315,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     }
   });
 
+  // Upgrades are routed here: graphql-ws on /graphql, the agent and preview proxies elsewhere (a
+  // WebSocketServer bound to the HTTP server would answer 400 to every other path).
   const wss = new WebSocketServer({ noServer: true, maxPayload: DECLARED_BODY_LIMIT_BYTES });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';

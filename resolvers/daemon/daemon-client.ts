@@ -14,6 +14,8 @@ export interface DaemonTarget {
   sessionId: string;
   serviceUrl: string | null;
   sandboxTokenEnc: string | null;
+  /** The provider's stored access headers for serviceUrl (e.g. Daytona's preview token). */
+  serviceHeadersEnc?: string | null;
 }
 
 /** Thrown when the daemon cannot be reached or answers with an unexpected status. */

@@ -86,7 +86,12 @@ export function createReloadService(options: ReloadServiceOptions) {
       let failure: string | null = null;
       try {
         const response = await daemon.request(
-          { sessionId, serviceUrl: sandbox.serviceUrl, sandboxTokenEnc: sandbox.sandboxTokenEnc },
+          {
+            sessionId,
+            serviceUrl: sandbox.serviceUrl,
+            sandboxTokenEnc: sandbox.sandboxTokenEnc,
+            serviceHeadersEnc: sandbox.serviceHeadersEnc,
+          },
           contextUserId(principal),
           '/singulacomp/reload',
           { method: 'POST', body: { reloadId: reload.id, noRepo, force } },

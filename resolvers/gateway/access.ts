@@ -87,6 +87,7 @@ export function createAccessService(options: AccessServiceOptions) {
     sessionId: string;
     serviceUrl: string | null;
     sandboxTokenEnc: string | null;
+    serviceHeadersEnc: string | null;
     status: string;
   }) {
     if (!sandbox.serviceUrl || !sandbox.sandboxTokenEnc || sandbox.status !== 'STARTED') {
@@ -96,6 +97,7 @@ export function createAccessService(options: AccessServiceOptions) {
       sessionId: sandbox.sessionId,
       serviceUrl: sandbox.serviceUrl,
       sandboxTokenEnc: sandbox.sandboxTokenEnc,
+      serviceHeadersEnc: sandbox.serviceHeadersEnc,
     };
   }
 

@@ -191,6 +191,7 @@ export function createConversationService(options: ConversationServiceOptions) {
       sessionId: session.id,
       serviceUrl: sandbox.serviceUrl,
       sandboxTokenEnc: sandbox.sandboxTokenEnc,
+      serviceHeadersEnc: sandbox.serviceHeadersEnc,
     };
   }
 
