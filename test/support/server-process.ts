@@ -42,6 +42,8 @@ export interface ServerProcessOptions {
   env?: Record<string, string>;
   /** @default 60_000 */
   startTimeoutMs?: number;
+  /** Start it as a user would, with `npm start` (in its own process group, stopped as a group). */
+  npmStart?: boolean;
 }
 
 export interface ServerProcess {
@@ -65,8 +67,12 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
   const port = await freePort();
   const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'sc-proc-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')], {
+  const [command, args] = options.npmStart
+    ? ['npm', ['start']]
+    : [process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')]];
+  const child = spawn(command, args, {
     cwd: ROOT,
+    detached: options.npmStart === true,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? tmpdir(),
@@ -103,7 +109,8 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
       () => `server on port ${port} did not become healthy (exit ${child.exitCode}):\n${output}`,
     );
   } catch (error) {
-    child.kill('SIGKILL');
+    if (options.npmStart && child.pid) process.kill(-child.pid, 'SIGKILL');
+    else child.kill('SIGKILL');
     throw error;
   }
   return {
@@ -124,8 +131,17 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
     },
     async stop(timeoutMs = 15_000) {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        // npm start: the server is npm's child; signal the whole group.
+        const signal = (name: NodeJS.Signals) =>
+          options.npmStart && child.pid ? process.kill(-child.pid, name) : child.kill(name);
+        signal('SIGTERM');
+        const timer = setTimeout(() => {
+          try {
+            signal('SIGKILL');
+          } catch {
+            // already gone
+          }
+        }, timeoutMs);
         await exited;
         clearTimeout(timer);
       }
