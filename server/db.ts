@@ -63,7 +63,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       max: options.poolSize ?? 20,
       // pg waits forever by default: during an outage every request would hang instead of failing
       // fast with a retryable answer.
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});

@@ -151,8 +151,12 @@ const variables = z.object({
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
   /** PostgreSQL connections per server process (admission, requests and background jobs share them). */
   SINGULACOMP_DB_POOL_SIZE: z.coerce.number().int().min(2).max(500).default(20),
-  /** How long a request waits to open a new PostgreSQL connection before it answers SERVICE_UNAVAILABLE. */
-  SINGULACOMP_DB_CONNECT_TIMEOUT_MS: ms.default(3_000),
+  /**
+   * How long a request waits for a PostgreSQL connection (new, or a free one from the pool) before it
+   * answers SERVICE_UNAVAILABLE. A database that is down refuses at once; this bounds a hung one, and
+   * must stay above the queueing a create burst causes on a loaded machine.
+   */
+  SINGULACOMP_DB_CONNECT_TIMEOUT_MS: ms.default(10_000),
   /** Interactive transactions (admission): wait for a connection at most / run at most this long. */
   SINGULACOMP_TX_MAX_WAIT_MS: ms.default(5_000),
   SINGULACOMP_TX_TIMEOUT_MS: ms.default(5_000),
