@@ -61,7 +61,8 @@ const BAD_MANIFEST = `sandbox:
     - slug: escape
       name: Escapes
       dockerfile: ../outside/Dockerfile
-    - slug: noname
+    - slug: blankname
+      name: '  '
       image: ubuntu:24.04
 `;
 
