@@ -9,6 +9,7 @@ import { type MemberService, createMemberService } from './accounts/members';
 import { type ClaimService, createClaimService } from './daemon/claim';
 import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
+import { type GitAccess, createGitAccess } from './git/access';
 import type { GitService } from './git/git';
 import { type LeaseService, createLeaseService } from './leases/leases';
 import { type ManifestService, createManifestService } from './projects/manifests';
@@ -49,6 +50,7 @@ export interface Services {
   pubsub: PubSub;
   events: Events;
   git: GitService;
+  gitAccess: GitAccess;
   providers: ProviderRegistry;
   rates: RateTable;
   tokens: TokenService;
@@ -175,6 +177,13 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
   });
+  const gitAccess = createGitAccess({
+    db,
+    tokens,
+    git: options.git,
+    encryptionKey: options.keys.encryption,
+    logger: options.logger,
+  });
   return {
     db,
     database: options.database,
@@ -184,6 +193,7 @@ export function createServices(options: ServicesOptions): Services {
     pubsub: options.pubsub,
     events,
     git: options.git,
+    gitAccess,
     providers: options.providers,
     rates,
     tokens,

@@ -1,6 +1,7 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
@@ -31,6 +32,7 @@ import type { PubSub } from '../resolvers/events/channels';
 import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
+import { createGitProxy } from './git-proxy';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -63,6 +65,21 @@ export interface App {
 function defaultEntryCommand(): string {
   const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
   return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+}
+
+/**
+ * Writes `<binDir>/singulacomp`, the CLI as LOCAL sandboxes run it (the image installs the same
+ * CLI in /usr/local/bin): the workspace's git credential helper and the agent call it by name.
+ */
+async function installCliShim(binDir: string): Promise<void> {
+  const cliMain = new URL('../cli/main.ts', import.meta.url).pathname;
+  const tsxLoader = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+  await mkdir(binDir, { recursive: true });
+  await writeFile(
+    join(binDir, 'singulacomp'),
+    `#!/bin/sh\nexec '${process.execPath}' --import '${tsxLoader}' '${cliMain}' "$@"\n`,
+    { mode: 0o755 },
+  );
 }
 
 export async function buildApp(options: AppOptions = {}): Promise<App> {
@@ -105,11 +122,14 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache') });
+  const binDir = join(env.dataDir, 'bin');
+  await installCliShim(binDir);
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
     entryCommand: env.localEntry ?? defaultEntryCommand(),
     passEnv: ['PATH', 'LANG', 'TZ', ...env.localPassEnv],
-    clone: (repo, branch, dir) => git.cloneWorkspace(repo, branch, dir),
+    clone: (repo, branch, dir, workspace) => git.cloneWorkspace(repo, branch, dir, workspace),
+    binDir,
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,
@@ -176,6 +196,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     ],
   });
 
+  const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
+
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
@@ -183,6 +205,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz' || path === '/readyz') {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
+      return;
+    }
+    // Before the GraphQL body limit: a push carries a whole pack (the proxy has its own limit).
+    if (gitProxy.matches(path ?? '')) {
+      await gitProxy.handle(req, res);
       return;
     }
     if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
