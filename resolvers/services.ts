@@ -9,6 +9,7 @@ import { type MemberService, createMemberService } from './accounts/members';
 import { type ClaimService, createClaimService } from './daemon/claim';
 import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
+import { type ChangeRequestService, createChangeRequestService } from './change-requests/change-requests';
 import { type GitAccess, createGitAccess } from './git/access';
 import type { GitService } from './git/git';
 import { type LeaseService, createLeaseService } from './leases/leases';
@@ -51,6 +52,7 @@ export interface Services {
   events: Events;
   git: GitService;
   gitAccess: GitAccess;
+  changeRequests: ChangeRequestService;
   providers: ProviderRegistry;
   rates: RateTable;
   tokens: TokenService;
@@ -184,6 +186,13 @@ export function createServices(options: ServicesOptions): Services {
     encryptionKey: options.keys.encryption,
     logger: options.logger,
   });
+  const changeRequests = createChangeRequestService({
+    db,
+    git: options.git,
+    events,
+    logger: options.logger,
+    encryptionKey: options.keys.encryption,
+  });
   return {
     db,
     database: options.database,
@@ -194,6 +203,7 @@ export function createServices(options: ServicesOptions): Services {
     events,
     git: options.git,
     gitAccess,
+    changeRequests,
     providers: options.providers,
     rates,
     tokens,

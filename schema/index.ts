@@ -10,5 +10,6 @@ import './tokens';
 import './daemon';
 import './subscriptions';
 import './usage';
+import './change-requests';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -15,14 +15,14 @@ import { canReadSandbox } from './sandboxes';
 const AFTER_DESCRIPTION =
   'Replay the events with a greater seq first (from `extensions.seq` of the last event you received), then continue live.';
 
-function parseAfter(after: number | null | undefined): number | null {
+export function parseAfter(after: number | null | undefined): number | null {
   if (after === null || after === undefined) return null;
   if (after < 0) throw badUserInput('after must be a seq you received (0 or more).', ['after']);
   return after;
 }
 
 /** The live stream behind one subscription: replay, per-event checks, seq bookkeeping. */
-async function* follow<T extends StreamTopic>(
+export async function* follow<T extends StreamTopic>(
   ctx: Context,
   topic: T,
   key: string,

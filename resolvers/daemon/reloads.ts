@@ -51,7 +51,10 @@ export function createReloadService(options: ReloadServiceOptions) {
   }
 
   return {
-    /** reloadSession: users and service accounts with sessions:write on a RUNNING session. */
+    /**
+     * reloadSession: users and service accounts with sessions:write on a RUNNING session, and a
+     * sandbox token on its own session (the agent's `singulacomp sessions reload`, R-CLI-1).
+     */
     async start(
       principal: Principal,
       input: { sessionId: string; noRepo?: boolean | null; force?: boolean | null },
@@ -59,7 +62,12 @@ export function createReloadService(options: ReloadServiceOptions) {
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
       if (!session) throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      assertCanWriteSession(principal, session);
+      if (principal.kind === 'SANDBOX') {
+        if (principal.sessionId !== session.id)
+          throw forbidden('A sandbox token can only reload its own session.');
+      } else {
+        assertCanWriteSession(principal, session);
+      }
       const sandbox = session.sandbox;
       if (session.status !== 'RUNNING' || !sandbox?.serviceUrl || !sandbox.sandboxTokenEnc) {
         throw new ConflictError(
@@ -72,7 +80,12 @@ export function createReloadService(options: ReloadServiceOptions) {
       const reload = await db.reload.create({ data: { sessionId, noRepo, force, status: 'RUNNING' } });
       await events.reload({ reloadId: reload.id, sessionId, accountId: session.accountId });
 
-      const userId = principal.kind === 'USER' ? principal.userId : `service-account:${principal.tokenId}`;
+      const userId =
+        principal.kind === 'USER'
+          ? principal.userId
+          : principal.kind === 'SANDBOX'
+            ? (principal.userId ?? `session:${principal.sessionId}`)
+            : `service-account:${principal.tokenId}`;
       let failure: string | null = null;
       try {
         const token = decrypt(options.encryptionKey, sandbox.sandboxTokenEnc);

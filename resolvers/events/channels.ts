@@ -33,6 +33,7 @@ export interface Channels {
   reloadProgress: { reloadId: string; sessionId: string; accountId: string; status?: string; phase?: string };
   /** `sessionSeq` is the seq of the matching sessionUpdated event (Session.seq). */
   accountSessions: { sessionId: string; accountId: string; sessionSeq?: number } & SessionSnapshot;
+  changeRequestUpdated: { changeRequestId: string; projectId: string; accountId: string; status: string };
   /** Control message: close this token's sockets on every process. Not logged, no seq. */
   tokenRevoked: { tokenId: string };
 }
