@@ -250,7 +250,8 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
         const client = await api();
         const session = (await client.request(CliSessionDocument, { id })).session;
         if (!session) throw new CliExit(`No session ${id}.`);
-        if (session.project.projectId !== options.project) {
+        // --project takes the raw UUID or the global id, like every id the API accepts.
+        if (![session.project.projectId, session.project.id].includes(options.project)) {
           throw new CliExit(
             `Session ${id} belongs to project ${session.project.projectId}, not ${options.project}.`,
           );
