@@ -11,6 +11,7 @@ import { type RateOverrides, type RateTable, resolveRates } from './billing/cost
 import { type Events, createEvents } from './events/events';
 import { type ChangeRequestService, createChangeRequestService } from './change-requests/change-requests';
 import { type GitAccess, createGitAccess } from './git/access';
+import { type TriggerService, createTriggerService } from './triggers/triggers';
 import type { GitService } from './git/git';
 import { type LeaseService, createLeaseService } from './leases/leases';
 import { type ManifestService, createManifestService } from './projects/manifests';
@@ -53,6 +54,7 @@ export interface Services {
   git: GitService;
   gitAccess: GitAccess;
   changeRequests: ChangeRequestService;
+  triggers: TriggerService;
   providers: ProviderRegistry;
   rates: RateTable;
   tokens: TokenService;
@@ -193,6 +195,13 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
   });
+  const triggers = createTriggerService({
+    db,
+    sessions,
+    logger: options.logger,
+    encryptionKey: options.keys.encryption,
+    tickMs: options.env.triggerTickMs,
+  });
   return {
     db,
     database: options.database,
@@ -204,6 +213,7 @@ export function createServices(options: ServicesOptions): Services {
     git: options.git,
     gitAccess,
     changeRequests,
+    triggers,
     providers: options.providers,
     rates,
     tokens,

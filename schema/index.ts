@@ -11,5 +11,6 @@ import './daemon';
 import './subscriptions';
 import './usage';
 import './change-requests';
+import './triggers';
 
 export const schema = builder.toSchema({ sortSchema: false });

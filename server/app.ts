@@ -33,6 +33,7 @@ import { createRedisBroker, whenHealthy } from './pubsub-redis';
 import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
 import { createGitProxy } from './git-proxy';
+import { handleWebhook, isWebhookPath } from './webhooks';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -218,6 +219,10 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
       return;
     }
+    if (isWebhookPath(path ?? '')) {
+      await handleWebhook(req, res, { triggers: services.triggers, logger, maxBodyBytes: MAX_BODY_BYTES });
+      return;
+    }
     inFlight++;
     res.once('close', () => {
       inFlight--;
@@ -269,6 +274,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       url = `http://${host}:${port}`;
       app.url = url;
       services.reaper.start();
+      services.triggers.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
         // The token travels in the link's query string: only for the operator's own terminal.
@@ -278,6 +284,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     async stop() {
       draining = true;
       await services.reaper.stop();
+      await services.triggers.stop();
       server.close();
       server.closeIdleConnections();
       if (inFlight > 0) {

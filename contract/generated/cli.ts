@@ -177,6 +177,28 @@ export type CreateTokenSuccess = {
   token: Token;
 };
 
+export type CreateTriggerInput = {
+  agent?: InputMaybe<Scalars['String']['input']>;
+  /** Default: the project's default branch at fire time. */
+  baseRef?: InputMaybe<Scalars['String']['input']>;
+  kind: TriggerKind;
+  name: Scalars['String']['input'];
+  projectId: Scalars['ID']['input'];
+  prompt?: InputMaybe<Scalars['String']['input']>;
+  /** Cron expression, UTC; required for SCHEDULE. */
+  schedule?: InputMaybe<Scalars['String']['input']>;
+  templateSlug?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type CreateTriggerPayload = ConflictError | CreateTriggerSuccess | NotFoundError | ValidationError;
+
+export type CreateTriggerSuccess = {
+  __typename?: 'CreateTriggerSuccess';
+  trigger: Trigger;
+  /** HMAC-SHA256 key of a WEBHOOK trigger. Shown once. */
+  webhookSecret: Maybe<Scalars['String']['output']>;
+};
+
 export type DeleteSecretInput = {
   name: Scalars['String']['input'];
   projectId: Scalars['ID']['input'];
@@ -188,6 +210,17 @@ export type DeleteSecretSuccess = {
   __typename?: 'DeleteSecretSuccess';
   deletedName: Scalars['String']['output'];
   project: Project;
+};
+
+export type DeleteTriggerInput = {
+  triggerId: Scalars['ID']['input'];
+};
+
+export type DeleteTriggerPayload = ConflictError | DeleteTriggerSuccess | NotFoundError | ValidationError;
+
+export type DeleteTriggerSuccess = {
+  __typename?: 'DeleteTriggerSuccess';
+  triggerId: Scalars['String']['output'];
 };
 
 /** Implemented by every expected failure a mutation can return in its payload union. */
@@ -269,11 +302,14 @@ export type Mutation = {
   createProject: CreateProjectPayload;
   createServiceAccountToken: CreateTokenPayload;
   createSession: CreateSessionPayload;
+  createTrigger: CreateTriggerPayload;
   deleteSecret: DeleteSecretPayload;
+  deleteTrigger: DeleteTriggerPayload;
   /** Merges into the default branch upstream: the only way the default branch is written. */
   mergeChangeRequest: MergeChangeRequestPayload;
   /** Proposes a session's branch for the default branch (the session's sandbox may open its own). */
   openChangeRequest: OpenChangeRequestPayload;
+  pauseTrigger: PauseTriggerPayload;
   releaseLease: ReleaseLeasePayload;
   /** Users with sessions:write, or the session’s own sandbox token. */
   reloadSession: ReloadSessionPayload;
@@ -286,6 +322,7 @@ export type Mutation = {
   stopSession: StopSessionPayload;
   syncProjectManifest: SyncProjectManifestPayload;
   updateAccount: UpdateAccountPayload;
+  updateTrigger: UpdateTriggerPayload;
 };
 
 
@@ -314,8 +351,18 @@ export type MutationCreateSessionArgs = {
 };
 
 
+export type MutationCreateTriggerArgs = {
+  input: CreateTriggerInput;
+};
+
+
 export type MutationDeleteSecretArgs = {
   input: DeleteSecretInput;
+};
+
+
+export type MutationDeleteTriggerArgs = {
+  input: DeleteTriggerInput;
 };
 
 
@@ -326,6 +373,11 @@ export type MutationMergeChangeRequestArgs = {
 
 export type MutationOpenChangeRequestArgs = {
   input: OpenChangeRequestInput;
+};
+
+
+export type MutationPauseTriggerArgs = {
+  input: PauseTriggerInput;
 };
 
 
@@ -383,6 +435,11 @@ export type MutationUpdateAccountArgs = {
   input: UpdateAccountInput;
 };
 
+
+export type MutationUpdateTriggerArgs = {
+  input: UpdateTriggerInput;
+};
+
 export type Node = {
   id: Scalars['ID']['output'];
 };
@@ -427,6 +484,19 @@ export type PageInfo = {
   startCursor: Maybe<Scalars['String']['output']>;
 };
 
+export type PauseTriggerInput = {
+  /** true pauses, false resumes. */
+  paused: Scalars['Boolean']['input'];
+  triggerId: Scalars['ID']['input'];
+};
+
+export type PauseTriggerPayload = ConflictError | NotFoundError | PauseTriggerSuccess | ValidationError;
+
+export type PauseTriggerSuccess = {
+  __typename?: 'PauseTriggerSuccess';
+  trigger: Trigger;
+};
+
 export type Project = Node & {
   __typename?: 'Project';
   changeRequests: ProjectChangeRequestsConnection;
@@ -443,6 +513,7 @@ export type Project = Node & {
   repositoryUrl: Scalars['String']['output'];
   secrets: Array<ProjectSecret>;
   templates: Array<Template>;
+  triggers: ProjectTriggersConnection;
 };
 
 
@@ -452,6 +523,14 @@ export type ProjectChangeRequestsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<ChangeRequestStatus>;
+};
+
+
+export type ProjectTriggersArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type ProjectChangeRequestsConnection = {
@@ -472,6 +551,18 @@ export type ProjectSecret = {
   name: Scalars['String']['output'];
   runtimeDelivery: Scalars['Boolean']['output'];
   updatedAt: Scalars['DateTime']['output'];
+};
+
+export type ProjectTriggersConnection = {
+  __typename?: 'ProjectTriggersConnection';
+  edges: Array<ProjectTriggersConnectionEdge>;
+  pageInfo: PageInfo;
+};
+
+export type ProjectTriggersConnectionEdge = {
+  __typename?: 'ProjectTriggersConnectionEdge';
+  cursor: Scalars['String']['output'];
+  node: Trigger;
 };
 
 export type Provider =
@@ -1038,6 +1129,67 @@ export type TokenKind =
   | 'SANDBOX'
   | 'SERVICE_ACCOUNT';
 
+export type Trigger = Node & {
+  __typename?: 'Trigger';
+  agent: Maybe<Scalars['String']['output']>;
+  baseRef: Maybe<Scalars['String']['output']>;
+  createdAt: Scalars['DateTime']['output'];
+  id: Scalars['ID']['output'];
+  kind: TriggerKind;
+  name: Scalars['String']['output'];
+  nextFireAt: Maybe<Scalars['DateTime']['output']>;
+  paused: Scalars['Boolean']['output'];
+  project: Project;
+  prompt: Maybe<Scalars['String']['output']>;
+  runs: TriggerRunsConnection;
+  /** Cron expression, UTC (SCHEDULE). */
+  schedule: Maybe<Scalars['String']['output']>;
+  templateSlug: Maybe<Scalars['String']['output']>;
+  /** The raw UUID. */
+  triggerId: Scalars['String']['output'];
+  /** Where to POST deliveries signed with X-Hub-Signature-256 (WEBHOOK). */
+  webhookUrl: Maybe<Scalars['String']['output']>;
+};
+
+
+export type TriggerRunsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+export type TriggerKind =
+  | 'SCHEDULE'
+  | 'WEBHOOK';
+
+export type TriggerRun = {
+  __typename?: 'TriggerRun';
+  createdAt: Scalars['DateTime']['output'];
+  id: Scalars['ID']['output'];
+  reason: Maybe<Scalars['String']['output']>;
+  scheduledFor: Maybe<Scalars['DateTime']['output']>;
+  sessionId: Maybe<Scalars['String']['output']>;
+  status: TriggerRunStatus;
+};
+
+export type TriggerRunStatus =
+  | 'FAILED'
+  | 'SESSION_CREATED'
+  | 'SKIPPED_LIMIT';
+
+export type TriggerRunsConnection = {
+  __typename?: 'TriggerRunsConnection';
+  edges: Array<TriggerRunsConnectionEdge>;
+  pageInfo: PageInfo;
+};
+
+export type TriggerRunsConnectionEdge = {
+  __typename?: 'TriggerRunsConnectionEdge';
+  cursor: Scalars['String']['output'];
+  node: TriggerRun;
+};
+
 export type UpdateAccountInput = {
   /** Drop the override and use the tier default. */
   clearLimit?: InputMaybe<Scalars['Boolean']['input']>;
@@ -1050,6 +1202,23 @@ export type UpdateAccountPayload = ConflictError | NotFoundError | UpdateAccount
 export type UpdateAccountSuccess = {
   __typename?: 'UpdateAccountSuccess';
   account: Account;
+};
+
+export type UpdateTriggerInput = {
+  agent?: InputMaybe<Scalars['String']['input']>;
+  baseRef?: InputMaybe<Scalars['String']['input']>;
+  name?: InputMaybe<Scalars['String']['input']>;
+  prompt?: InputMaybe<Scalars['String']['input']>;
+  schedule?: InputMaybe<Scalars['String']['input']>;
+  templateSlug?: InputMaybe<Scalars['String']['input']>;
+  triggerId: Scalars['ID']['input'];
+};
+
+export type UpdateTriggerPayload = ConflictError | NotFoundError | UpdateTriggerSuccess | ValidationError;
+
+export type UpdateTriggerSuccess = {
+  __typename?: 'UpdateTriggerSuccess';
+  trigger: Trigger;
 };
 
 export type User = {
