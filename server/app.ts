@@ -61,11 +61,13 @@ export interface App {
   stop(): Promise<void>;
 }
 
-// The daemon runs in the entry process itself, bundled for plain node (scripts/build-agent.mjs): the
-// provider's pid is the daemon's, SIGTERM reaches it directly, and no TypeScript loader is in memory.
+// LOCAL sandboxes start like the image does: singulacomp-entrypoint (reaps, forwards signals, exits
+// with the daemon) runs the daemon, bundled for plain node (scripts/build-agent.mjs), so no
+// TypeScript loader is in memory.
 function defaultEntryCommand(): string {
+  const entrypoint = new URL('../cli/entrypoint.sh', import.meta.url).pathname;
   const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
-  return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+  return `exec '${entrypoint}' '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
 }
 
 /**

@@ -236,7 +236,7 @@ export function createTriggerService(options: TriggerServiceOptions) {
       const trigger = /^[0-9a-f-]{36}$/i.test(triggerId)
         ? await db.trigger.findUnique({ where: { id: triggerId.toLowerCase() } })
         : null;
-      if (!trigger || trigger.kind !== 'WEBHOOK' || !trigger.webhookSecretEnc) {
+      if (trigger?.kind !== 'WEBHOOK' || !trigger.webhookSecretEnc) {
         return { status: 404, message: 'No webhook trigger at this URL.', run: null };
       }
       const record = (reason: string) =>

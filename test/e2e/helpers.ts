@@ -29,7 +29,7 @@ export interface E2e {
   repo: TestRepo;
   /** Directory of a LOCAL sandbox (workspace/, home/, entry.pid, entry.log). */
   sandboxDir(providerSandboxId: string): string;
-  /** pid of the sandbox's entry process (the daemon: the entry command execs it). */
+  /** pid of the sandbox's daemon: the one child of the entry process (singulacomp-entrypoint). */
   daemonPid(providerSandboxId: string): number;
   /** Processes (pid) whose working directory is inside the sandbox: the daemon and OpenCode. */
   processesIn(providerSandboxId: string): number[];
@@ -80,7 +80,11 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     stub,
     repo,
     sandboxDir,
-    daemonPid: (id) => Number.parseInt(readFileSync(join(sandboxDir(id), 'entry.pid'), 'utf8'), 10),
+    daemonPid: (id) => {
+      const entry = Number.parseInt(readFileSync(join(sandboxDir(id), 'entry.pid'), 'utf8'), 10);
+      const children = readFileSync(`/proc/${entry}/task/${entry}/children`, 'utf8').trim().split(/\s+/);
+      return Number.parseInt(children[0] ?? '', 10);
+    },
     processesIn,
     async stop() {
       // OpenCode runs in its own process group, so a daemon killed by a test leaves it behind.
