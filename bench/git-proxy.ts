@@ -1,11 +1,12 @@
 // Wall time of clone and push through the git proxy (smart HTTP, token check, mirror sync, upstream
 // forwarding) against the same operations on the mirror directly over file:// (pack protocol, no
 // HTTP, no upstream), in the same run, for a repository of 1,000 files. Median of a few rounds.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
 import { createProject, startSession } from '../test/leases/helpers';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
@@ -28,29 +29,26 @@ const GIT_ENV = {
   GIT_COMMITTER_EMAIL: 'bench@example.com',
 };
 
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd,
-    env: GIT_ENV,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }).trim();
+const exec = promisify(execFile);
+// Asynchronous: the server under measurement runs in this process and must keep answering.
+const git = async (cwd: string, ...args: string[]) =>
+  (await exec('git', args, { cwd, env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
 
-function timed(work: () => void): number {
+async function timed(work: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
-  work();
+  await work();
   return performance.now() - started;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round = (ms: number) => Math.round(ms);
 
-function change(dir: string, round: number): void {
+async function change(dir: string, round: number): Promise<void> {
   for (let i = 0; i < CHANGED_PER_PUSH; i++) {
     writeFileSync(join(dir, 'src', `file-${i}.txt`), `round ${round} of file ${i}\n`);
   }
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', `round ${round}`);
+  await git(dir, 'add', '-A');
+  await git(dir, 'commit', '-q', '-m', `round ${round}`);
 }
 
 export async function run(): Promise<BenchResult[]> {
@@ -73,7 +71,7 @@ export async function run(): Promise<BenchResult[]> {
     const work = mkdtempSync(join(tmpdir(), 'sc-bench-git-'));
     // The direct pushes go to a copy, so the mirror keeps matching the upstream.
     const directTarget = join(work, 'direct-target.git');
-    git(work, 'clone', '-q', '--bare', `file://${mirrorDir}`, directTarget);
+    await git(work, 'clone', '-q', '--bare', `file://${mirrorDir}`, directTarget);
 
     const cloneProxy: number[] = [];
     const cloneDirect: number[] = [];
@@ -83,17 +81,21 @@ export async function run(): Promise<BenchResult[]> {
       const viaProxy = join(work, `proxy-${r}`);
       const direct = join(work, `direct-${r}`);
       cloneDirect.push(
-        timed(() => git(work, 'clone', '-q', '--branch', session.sessionId, `file://${mirrorDir}`, direct)),
+        await timed(() =>
+          git(work, 'clone', '-q', '--branch', session.sessionId, `file://${mirrorDir}`, direct),
+        ),
       );
       cloneProxy.push(
-        timed(() => git(work, ...auth, 'clone', '-q', '--branch', session.sessionId, proxyUrl, viaProxy)),
+        await timed(() =>
+          git(work, ...auth, 'clone', '-q', '--branch', session.sessionId, proxyUrl, viaProxy),
+        ),
       );
-      change(direct, r);
+      await change(direct, r);
       pushDirect.push(
-        timed(() => git(direct, 'push', '-q', `file://${directTarget}`, `HEAD:refs/heads/bench-${r}`)),
+        await timed(() => git(direct, 'push', '-q', `file://${directTarget}`, `HEAD:refs/heads/bench-${r}`)),
       );
-      change(viaProxy, r);
-      pushProxy.push(timed(() => git(viaProxy, ...auth, 'push', '-q', 'origin', 'HEAD')));
+      await change(viaProxy, r);
+      pushProxy.push(await timed(() => git(viaProxy, ...auth, 'push', '-q', 'origin', 'HEAD')));
     }
     const note = `${FILES} files; push changes ${CHANGED_PER_PUSH}; median of ${ROUNDS}`;
     return [
