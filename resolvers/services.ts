@@ -41,6 +41,10 @@ export interface ServicesConfig {
   leaseTtlMs: number;
   idleTimeoutMs: number;
   reaperIntervalMs: number;
+  /** How often each process looks for due schedule triggers. */
+  triggerTickMs: number;
+  /** The API's public base URL, for webhook URLs (null: paths only). */
+  publicUrl: string | null;
 }
 
 export interface Services {
@@ -200,7 +204,7 @@ export function createServices(options: ServicesOptions): Services {
     sessions,
     logger: options.logger,
     encryptionKey: options.keys.encryption,
-    tickMs: options.env.triggerTickMs,
+    tickMs: options.config.triggerTickMs,
   });
   return {
     db,

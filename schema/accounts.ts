@@ -91,21 +91,6 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
       { name: 'ProjectEdge' },
     ),
     tokenExpiresAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.expiresAt }),
-    projects: t.prismaConnection({
-      type: 'Project',
-      cursor: 'id',
-      defaultSize: 20,
-      maxSize: 100,
-      description: "The account's projects (a sandbox token sees its own project only).",
-      resolve: (query, p, _args, ctx) => {
-        if (p.kind !== 'SANDBOX' && !p.scopes.has('projects:read')) return [];
-        return ctx.services.db.project.findMany({
-          ...query,
-          where: { accountId: p.accountId, ...(p.kind === 'SANDBOX' ? { id: p.projectId } : {}) },
-          orderBy: [{ name: 'asc' }, { id: 'asc' }],
-        });
-      },
-    }),
     tokens: t.prismaConnection(
       {
         type: 'Token',

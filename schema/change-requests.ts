@@ -5,7 +5,7 @@ import type { Principal } from '../resolvers/auth/principal';
 import { MergeConflictError, NotFastForwardError } from '../resolvers/change-requests/change-requests';
 import { RepositoryUnreachableError, badUserInput } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
-import type { Envelope } from '../server/pubsub';
+import type { Envelope } from '../resolvers/events/channels';
 import { builder, successType } from './builder';
 import { COMMON_ERRORS, ErrorInterface } from './errors';
 import { follow, parseAfter } from './subscriptions';

@@ -33,7 +33,7 @@ export const TriggerRef = builder.prismaNode('Trigger', {
       description: 'Where to POST deliveries signed with X-Hub-Signature-256 (WEBHOOK).',
       resolve: (trigger, _args, ctx) =>
         trigger.kind === 'WEBHOOK'
-          ? `${(ctx.services.env.publicUrl ?? '').replace(/\/+$/, '')}/v1/triggers/${trigger.id}/webhook`
+          ? `${(ctx.services.config.publicUrl ?? '').replace(/\/+$/, '')}/v1/triggers/${trigger.id}/webhook`
           : null,
     }),
     project: t.relation('project'),

@@ -222,7 +222,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       return;
     }
     if (isWebhookPath(path ?? '')) {
-      await handleWebhook(req, res, { triggers: services.triggers, logger, maxBodyBytes: MAX_BODY_BYTES });
+      await handleWebhook(req, res, {
+        triggers: services.triggers,
+        logger,
+        maxBodyBytes: DECLARED_BODY_LIMIT_BYTES,
+      });
       return;
     }
     inFlight++;

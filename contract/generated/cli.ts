@@ -22,7 +22,10 @@ export type Account = {
   /** Effective limit: the account override, else the tier default. */
   concurrentSessionLimit: Scalars['Int']['output'];
   id: Scalars['ID']['output'];
+  /** Sessions counting against the limit now (PROVISIONING or RUNNING). */
   liveSessionCount: Scalars['Int']['output'];
+  /** Every user of the account, oldest first. */
+  members: Array<User>;
   name: Scalars['String']['output'];
   tier: AccountTier;
 };
@@ -47,6 +50,15 @@ export type AccountUsage = {
   seconds: Scalars['Float']['output'];
   tier: AccountTier;
   to: Scalars['DateTime']['output'];
+};
+
+export type AddMemberPayload = AddMemberSuccess | ConflictError | NotFoundError | ValidationError;
+
+export type AddMemberSuccess = {
+  __typename?: 'AddMemberSuccess';
+  member: User;
+  /** The member's first personal access token. Shown once; only its hash is stored. */
+  secret: Scalars['String']['output'];
 };
 
 /** baseRef does not exist in the repository. */
@@ -124,6 +136,24 @@ export type ConflictError = Error & {
   /** Path of the input field at fault. */
   field: Maybe<Array<Scalars['String']['output']>>;
   message: Scalars['String']['output'];
+};
+
+export type CreateAccountInput = {
+  /** The account's first admin (role is ignored). */
+  admin: NewMemberInput;
+  name: Scalars['String']['input'];
+  /** Default: FREE. */
+  tier?: InputMaybe<AccountTier>;
+};
+
+export type CreateAccountPayload = ConflictError | CreateAccountSuccess | NotFoundError | ValidationError;
+
+export type CreateAccountSuccess = {
+  __typename?: 'CreateAccountSuccess';
+  account: Account;
+  admin: User;
+  /** The admin's first personal access token. Shown once; only its hash is stored. */
+  secret: Scalars['String']['output'];
 };
 
 export type CreateProjectInput = {
@@ -296,8 +326,12 @@ export type MergeMethod =
 
 export type Mutation = {
   __typename?: 'Mutation';
+  /** Account admins: a new user in the caller's account, with a first token (shown once). */
+  addMember: AddMemberPayload;
   claimBootstrap: ClaimBootstrapPayload;
   closeChangeRequest: CloseChangeRequestPayload;
+  /** Instance admin only: a new account with its first admin. */
+  createAccount: CreateAccountPayload;
   createPersonalAccessToken: CreateTokenPayload;
   createProject: CreateProjectPayload;
   createServiceAccountToken: CreateTokenPayload;
@@ -313,6 +347,8 @@ export type Mutation = {
   releaseLease: ReleaseLeasePayload;
   /** Users with sessions:write, or the session’s own sandbox token. */
   reloadSession: ReloadSessionPayload;
+  /** Account admins: removes a user and revokes their tokens; their sessions stay. */
+  removeMember: RemoveMemberPayload;
   renewLease: RenewLeasePayload;
   reportReloadPhase: ReportReloadPhasePayload;
   reportRuntimeState: ReportRuntimeStatePayload;
@@ -326,8 +362,18 @@ export type Mutation = {
 };
 
 
+export type MutationAddMemberArgs = {
+  input: NewMemberInput;
+};
+
+
 export type MutationCloseChangeRequestArgs = {
   input: CloseChangeRequestInput;
+};
+
+
+export type MutationCreateAccountArgs = {
+  input: CreateAccountInput;
 };
 
 
@@ -391,6 +437,11 @@ export type MutationReloadSessionArgs = {
 };
 
 
+export type MutationRemoveMemberArgs = {
+  input: RemoveMemberInput;
+};
+
+
 export type MutationRenewLeaseArgs = {
   input: RenewLeaseInput;
 };
@@ -438,6 +489,13 @@ export type MutationUpdateAccountArgs = {
 
 export type MutationUpdateTriggerArgs = {
   input: UpdateTriggerInput;
+};
+
+export type NewMemberInput = {
+  email: Scalars['String']['input'];
+  name: Scalars['String']['input'];
+  /** Default: MEMBER. */
+  role?: InputMaybe<UserRole>;
 };
 
 export type Node = {
@@ -511,7 +569,10 @@ export type Project = Node & {
   projectId: Scalars['String']['output'];
   provider: Provider;
   repositoryUrl: Scalars['String']['output'];
+  /** Names and flags only; values are write-only. */
   secrets: Array<ProjectSecret>;
+  /** The project's sessions, newest first (needs sessions:read). */
+  sessions: ProjectSessionConnection;
   templates: Array<Template>;
   triggers: ProjectTriggersConnection;
 };
@@ -523,6 +584,14 @@ export type ProjectChangeRequestsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<ChangeRequestStatus>;
+};
+
+
+export type ProjectSessionsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -545,12 +614,36 @@ export type ProjectChangeRequestsConnectionEdge = {
   node: ChangeRequest;
 };
 
+export type ProjectConnection = {
+  __typename?: 'ProjectConnection';
+  edges: Array<ProjectEdge>;
+  pageInfo: PageInfo;
+};
+
+export type ProjectEdge = {
+  __typename?: 'ProjectEdge';
+  cursor: Scalars['String']['output'];
+  node: Project;
+};
+
 /** A project secret. The value is write-only and never returned. */
 export type ProjectSecret = {
   __typename?: 'ProjectSecret';
   name: Scalars['String']['output'];
   runtimeDelivery: Scalars['Boolean']['output'];
   updatedAt: Scalars['DateTime']['output'];
+};
+
+export type ProjectSessionConnection = {
+  __typename?: 'ProjectSessionConnection';
+  edges: Array<ProjectSessionEdge>;
+  pageInfo: PageInfo;
+};
+
+export type ProjectSessionEdge = {
+  __typename?: 'ProjectSessionEdge';
+  cursor: Scalars['String']['output'];
+  node: Session;
 };
 
 export type ProjectTriggersConnection = {
@@ -722,6 +815,17 @@ export type ReloadStatus =
   | 'RUNNING'
   | 'SUCCEEDED';
 
+export type RemoveMemberInput = {
+  userId: Scalars['ID']['input'];
+};
+
+export type RemoveMemberPayload = ConflictError | NotFoundError | RemoveMemberSuccess | ValidationError;
+
+export type RemoveMemberSuccess = {
+  __typename?: 'RemoveMemberSuccess';
+  member: User;
+};
+
 export type RenewLeaseInput = {
   /** The generation held; omit to acquire (generation + 1). */
   generation?: InputMaybe<Scalars['Int']['input']>;
@@ -881,6 +985,8 @@ export type Secret = {
 export type Session = Node & {
   __typename?: 'Session';
   agent: Scalars['String']['output'];
+  /** true when the agent can take a turn: the session is RUNNING and OpenCode is HEALTHY, IDLE or BUSY. sessionUpdated and accountSessions fire when it changes. */
+  agentReady: Scalars['Boolean']['output'];
   baseCommit: Maybe<Scalars['String']['output']>;
   baseRef: Scalars['String']['output'];
   branchName: Scalars['String']['output'];
@@ -894,12 +1000,15 @@ export type Session = Node & {
   /** What a PROVISIONING session waits for (PREPARING_IMAGE: its image is being built); null otherwise. */
   provisioningPhase: Maybe<ProvisioningPhase>;
   reloads: ReloadConnection;
+  /** OpenCode's state as the sandbox daemon last reported it while the session is RUNNING; null before the first report and once the session ended. */
+  runtimeState: Maybe<RuntimeState>;
   sandbox: Maybe<Sandbox>;
   /** Monotonic per-session change counter. */
   seq: Scalars['Int']['output'];
   /** The session UUID; equals branchName. */
   sessionId: Scalars['String']['output'];
   startedAt: Maybe<Scalars['DateTime']['output']>;
+  /** RUNNING means the sandbox is up; the agent inside may still be starting (see agentReady). */
   status: SessionStatus;
   stopReason: Maybe<StopReason>;
   stoppedAt: Maybe<Scalars['DateTime']['output']>;
@@ -1223,11 +1332,20 @@ export type UpdateTriggerSuccess = {
 
 export type User = {
   __typename?: 'User';
+  createdAt: Scalars['DateTime']['output'];
   email: Scalars['String']['output'];
   id: Scalars['ID']['output'];
   isAdmin: Scalars['Boolean']['output'];
+  /** The instance admin (the bootstrap user) creates accounts. */
+  isInstanceAdmin: Scalars['Boolean']['output'];
   name: Scalars['String']['output'];
+  role: UserRole;
 };
+
+/** A member's role in their account: ADMIN runs the account (members, tier, service accounts). */
+export type UserRole =
+  | 'ADMIN'
+  | 'MEMBER';
 
 /** Input is well-typed but invalid. */
 export type ValidationError = Error & {
@@ -1243,8 +1361,8 @@ export type Viewer = {
   __typename?: 'Viewer';
   account: Account;
   kind: TokenKind;
-  /** The account's projects (a sandbox token sees its own project only). */
-  projects: ViewerProjectsConnection;
+  /** The account's projects, newest first (a sandbox token sees its own project). */
+  projects: ProjectConnection;
   scopes: Array<Scalars['String']['output']>;
   /** For a sandbox token: the session it is bound to. */
   sessionId: Maybe<Scalars['String']['output']>;
@@ -1273,18 +1391,6 @@ export type ViewerTokensArgs = {
   last?: InputMaybe<Scalars['Int']['input']>;
 };
 
-export type ViewerProjectsConnection = {
-  __typename?: 'ViewerProjectsConnection';
-  edges: Array<ViewerProjectsConnectionEdge>;
-  pageInfo: PageInfo;
-};
-
-export type ViewerProjectsConnectionEdge = {
-  __typename?: 'ViewerProjectsConnectionEdge';
-  cursor: Scalars['String']['output'];
-  node: Project;
-};
-
 export type CliViewerQueryVariables = Exact<{ [key: string]: never; }>;
 
 
@@ -1295,7 +1401,7 @@ export type CliProjectsQueryVariables = Exact<{
 }>;
 
 
-export type CliProjectsQuery = { __typename?: 'Query', viewer: { __typename?: 'Viewer', projects: { __typename?: 'ViewerProjectsConnection', edges: Array<{ __typename?: 'ViewerProjectsConnectionEdge', node: { __typename?: 'Project', id: string, projectId: string, name: string, repositoryUrl: string, defaultBranch: string, provider: Provider } }>, pageInfo: { __typename?: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } } };
+export type CliProjectsQuery = { __typename?: 'Query', viewer: { __typename?: 'Viewer', projects: { __typename?: 'ProjectConnection', edges: Array<{ __typename?: 'ProjectEdge', node: { __typename?: 'Project', id: string, projectId: string, name: string, repositoryUrl: string, defaultBranch: string, provider: Provider } }>, pageInfo: { __typename?: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } } };
 
 export type CliSessionFragment = { __typename?: 'Session', id: string, sessionId: string, status: SessionStatus, branchName: string, baseRef: string, agent: string, createdAt: string, stoppedAt: string | null, failureReason: string | null, project: { __typename?: 'Project', id: string, projectId: string, name: string } };
 

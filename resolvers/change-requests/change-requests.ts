@@ -4,8 +4,8 @@
 // proxy refuses every push to it). A conflict, or a base that moved under a fast-forward, is a
 // typed error and changes nothing upstream.
 import type { ChangeRequest, MergeMethod } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import { assertCanReadSession, assertCanWriteProject } from '../auth/authz';
 import type { Principal } from '../auth/principal';
 import { ConflictError, DomainError, NotFoundError, RepositoryUnreachableError } from '../errors';

@@ -3,8 +3,8 @@
 // to the upstream with the server-held credential. The HTTP transport lives in server/git-proxy.ts.
 import { GraphQLError } from 'graphql';
 import type { Project } from '../../prisma/generated/client/client';
-import type { Db } from '../../server/db';
-import type { Logger } from '../../server/logger';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
 import type { Principal } from '../auth/principal';
 import type { TokenService } from '../auth/tokens';
 import { isUuid } from '../ids';

@@ -92,8 +92,7 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
           const screen = text();
           return pattern.test(screen) ? screen : null;
         },
-        timeoutMs,
-        25,
+        { timeoutMs, intervalMs: 25 },
       ),
     send: (...keys) => execFileSync('tmux', ['-L', socket, 'send-keys', '-t', 'cli', ...keys]),
     async exitCode(timeoutMs = 120_000) {
@@ -102,8 +101,7 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
           const current = text();
           return /EXIT=\d+/.test(current) ? current : null;
         },
-        timeoutMs,
-        25,
+        { timeoutMs, intervalMs: 25 },
       );
       return Number(/EXIT=(\d+)/.exec(screen)?.[1]);
     },
