@@ -34,7 +34,7 @@ describe('the singulacomp CLI', () => {
     projectId = res.data.createProject.project.projectId;
     const home = mkdtempSync(join(tmpdir(), 'sc-cli-home-'));
     cliEnv = { HOME: home, SINGULACOMP_CONFIG_DIR: join(home, 'config') };
-  }, 60_000);
+  }, 240_000);
   afterAll(async () => t?.stop());
 
   test('login stores the token in a 0600 config file; SINGULACOMP_TOKEN and SINGULACOMP_API_URL win over it', async () => {

@@ -1,8 +1,10 @@
 // Change requests against a real upstream: each merge method lands the expected commit on the
 // default branch upstream; a conflict, or a fast-forward over a moved base, changes nothing.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   ChangeRequestUpdatedDocument,
@@ -17,21 +19,34 @@ import { openSocket, watch } from '../realtime/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo, git } from '../support/git';
 
+const run = promisify(execFile);
+
 describe('change requests', () => {
   let t: TestApp;
   let repo: TestRepo;
   let projectId: string;
   let scratch: string;
 
+  // Asynchronous: the server runs in this process, and a blocked event loop makes it drop
+  // keep-alive connections the client is about to reuse.
+  const gitAsync = async (...args: string[]) =>
+    (
+      await run('git', args, { cwd: scratch, env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' } })
+    ).stdout.trim();
+
   /** Commits `files` on top of `branch` upstream (as someone pushing to it) and returns the commit. */
-  function commitOn(branch: string, files: Record<string, string>, message = 'change'): string {
-    git(scratch, 'fetch', '-q', repo.url, `refs/heads/${branch}`);
-    git(scratch, 'checkout', '-q', '--detach', 'FETCH_HEAD');
+  async function commitOn(
+    branch: string,
+    files: Record<string, string>,
+    message = 'change',
+  ): Promise<string> {
+    await gitAsync('fetch', '-q', repo.url, `refs/heads/${branch}`);
+    await gitAsync('checkout', '-q', '--detach', 'FETCH_HEAD');
     for (const [path, content] of Object.entries(files)) writeFileSync(join(scratch, path), content);
-    git(scratch, 'add', '-A');
-    git(scratch, 'commit', '-q', '-m', message);
-    git(scratch, 'push', '-q', repo.url, `HEAD:refs/heads/${branch}`);
-    return git(scratch, 'rev-parse', 'HEAD');
+    await gitAsync('add', '-A');
+    await gitAsync('commit', '-q', '-m', message);
+    await gitAsync('push', '-q', repo.url, `HEAD:refs/heads/${branch}`);
+    return gitAsync('rev-parse', 'HEAD');
   }
 
   async function newSession(): Promise<{ id: string; sessionId: string }> {
@@ -65,12 +80,12 @@ describe('change requests', () => {
     const res = await t.request(CreateProjectDocument, { input: { name: 'cr', repositoryUrl: repo.url } });
     if (res.data?.createProject.__typename !== 'CreateProjectSuccess') throw new Error(JSON.stringify(res));
     projectId = res.data.createProject.project.projectId;
-  }, 60_000);
+  }, 240_000);
   afterAll(async () => t?.stop());
 
   test('opening reports head and base commits and diff statistics, and the project lists it', async () => {
     const s = await newSession();
-    const head = commitOn(s.sessionId, { 'feature.txt': 'a\nb\nc\n', 'README.md': '# cr!\n' });
+    const head = await commitOn(s.sessionId, { 'feature.txt': 'a\nb\nc\n', 'README.md': '# cr!\n' });
     const cr = await open(s.sessionId, 'Add feature');
     expect(cr).toMatchObject({
       status: 'OPEN',
@@ -96,7 +111,7 @@ describe('change requests', () => {
 
   test('FAST_FORWARD moves the default branch upstream to the session head', async () => {
     const s = await newSession();
-    const head = commitOn(s.sessionId, { 'ff.txt': 'ff\n' });
+    const head = await commitOn(s.sessionId, { 'ff.txt': 'ff\n' });
     const cr = await open(s.sessionId, 'Fast forward');
     const res = await merge(cr.id, 'FAST_FORWARD');
     expect(res.data?.mergeChangeRequest).toMatchObject({
@@ -108,8 +123,8 @@ describe('change requests', () => {
 
   test('MERGE creates a merge commit of base and head on the default branch upstream', async () => {
     const s = await newSession();
-    const head = commitOn(s.sessionId, { 'merge-me.txt': 'session\n' });
-    const base = commitOn('main', { 'main-only.txt': 'main moved\n' });
+    const head = await commitOn(s.sessionId, { 'merge-me.txt': 'session\n' });
+    const base = await commitOn('main', { 'main-only.txt': 'main moved\n' });
     const cr = await open(s.sessionId, 'Merge me');
     const res = await merge(cr.id, 'MERGE');
     if (res.data?.mergeChangeRequest.__typename !== 'MergeChangeRequestSuccess')
@@ -127,8 +142,8 @@ describe('change requests', () => {
 
   test('SQUASH lands one commit whose parent is the base and whose tree holds the session work', async () => {
     const s = await newSession();
-    commitOn(s.sessionId, { 'squash-1.txt': 'one\n' });
-    commitOn(s.sessionId, { 'squash-2.txt': 'two\n' });
+    await commitOn(s.sessionId, { 'squash-1.txt': 'one\n' });
+    await commitOn(s.sessionId, { 'squash-2.txt': 'two\n' });
     const base = repo.head();
     const cr = await open(s.sessionId, 'Squashed work');
     const res = await merge(cr.id, 'SQUASH');
@@ -143,8 +158,8 @@ describe('change requests', () => {
 
   test('a conflicting change request is refused with its paths and nothing changes', async () => {
     const s = await newSession();
-    commitOn(s.sessionId, { 'shared.txt': 'line one\nsession edit\n' });
-    commitOn('main', { 'shared.txt': 'line one\nmain edit\n' });
+    await commitOn(s.sessionId, { 'shared.txt': 'line one\nsession edit\n' });
+    await commitOn('main', { 'shared.txt': 'line one\nmain edit\n' });
     const cr = await open(s.sessionId, 'Conflicts');
     expect(cr).toMatchObject({ mergeable: false, conflicts: ['shared.txt'] });
     const before = repo.branches();
@@ -170,7 +185,7 @@ describe('change requests', () => {
 
   test('closing ends a change request: it cannot be merged afterwards, and watchers see each change', async () => {
     const s = await newSession();
-    commitOn(s.sessionId, { 'closed.txt': 'x\n' });
+    await commitOn(s.sessionId, { 'closed.txt': 'x\n' });
     const cr = await open(s.sessionId, 'To close');
     const socket = openSocket(t.wsUrl, t.adminToken);
     // after: the seq of the OPEN event, so the CLOSED event arrives even if it precedes the subscription.
@@ -192,7 +207,7 @@ describe('change requests', () => {
 
   test('merging needs projects:write: a read-only token and other accounts are refused', async () => {
     const s = await newSession();
-    commitOn(s.sessionId, { 'guarded.txt': 'x\n' });
+    await commitOn(s.sessionId, { 'guarded.txt': 'x\n' });
     const cr = await open(s.sessionId, 'Guarded');
     const readOnly = await t.app.services.tokens.createPersonalAccessToken(
       {

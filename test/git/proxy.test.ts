@@ -80,7 +80,7 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     projectId = res.data.createProject.project.projectId;
     a = await sandboxOf(await startSession(t, projectId));
     b = await sandboxOf(await startSession(t, projectId));
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => t?.stop());
 
   test("the workspace's origin is the API's git proxy and its credential helper is singulacomp", async () => {

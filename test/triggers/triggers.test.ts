@@ -61,7 +61,7 @@ describe('webhook triggers', () => {
     secret = created.data.createTrigger.webhookSecret!;
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
     expect(created.data.createTrigger.trigger.webhookUrl).toContain(`/v1/triggers/${triggerId}/webhook`);
-  }, 60_000);
+  }, 240_000);
   afterAll(async () => t?.stop());
 
   test('a signed delivery creates a session on its own branch, cut from baseRef at fire time', async () => {
@@ -159,7 +159,7 @@ describe('schedule triggers across two server processes', () => {
     a = await startServerProcess({ databaseUrl: database.url, env });
     b = await startServerProcess({ databaseUrl: database.url, env });
     repo = createTestRepo({ 'README.md': '# schedule\n' });
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
     await database?.drop();
