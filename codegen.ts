@@ -1,5 +1,5 @@
 // graphql-codegen: typed documents from the committed SDL, for the tests (test/generated) and for the
-// daemon (contract/generated), so a schema change that breaks either fails type-checking.
+// daemon and the CLI (contract/generated), so a schema change that breaks either fails type-checking.
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
 const typesConfig = {
@@ -22,6 +22,12 @@ const config: CodegenConfig = {
       documents: ['contract/documents/daemon.graphql'],
       plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
       config: { ...typesConfig, documentMode: 'string' },
+    },
+    // The CLI's operations: contract/ is the one module the CLI shares with the control plane.
+    'contract/generated/cli.ts': {
+      documents: ['contract/documents/cli.graphql'],
+      plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
+      config: typesConfig,
     },
   },
   errorsOnly: true,

@@ -10,6 +10,9 @@ import { type MemberService, createMemberService } from './accounts/members';
 import { type ClaimService, createClaimService } from './daemon/claim';
 import { type RateOverrides, type RateTable, resolveRates } from './billing/cost';
 import { type Events, createEvents } from './events/events';
+import { type ChangeRequestService, createChangeRequestService } from './change-requests/change-requests';
+import { type GitAccess, createGitAccess } from './git/access';
+import { type TriggerService, createTriggerService } from './triggers/triggers';
 import type { GitService } from './git/git';
 import { type LeaseService, createLeaseService } from './leases/leases';
 import { type ManifestService, createManifestService } from './projects/manifests';
@@ -65,6 +68,10 @@ export interface ServicesConfig {
   previewDomain: string | null;
   /** The sandbox image's static file-share port (never behind a share link). */
   fileSharePort: number;
+  /** How often each process looks for due schedule triggers. */
+  triggerTickMs: number;
+  /** The API's public base URL, for webhook URLs (null: paths only). */
+  publicUrl: string | null;
 }
 
 export interface Services {
@@ -76,6 +83,9 @@ export interface Services {
   pubsub: PubSub;
   events: Events;
   git: GitService;
+  gitAccess: GitAccess;
+  changeRequests: ChangeRequestService;
+  triggers: TriggerService;
   providers: ProviderRegistry;
   rates: RateTable;
   tokens: TokenService;
@@ -271,6 +281,27 @@ export function createServices(options: ServicesOptions): Services {
     apiUrl: options.apiUrl,
     now: options.now,
   });
+  const gitAccess = createGitAccess({
+    db,
+    tokens,
+    git: options.git,
+    encryptionKey: options.keys.encryption,
+    logger: options.logger,
+  });
+  const changeRequests = createChangeRequestService({
+    db,
+    git: options.git,
+    events,
+    logger: options.logger,
+    encryptionKey: options.keys.encryption,
+  });
+  const triggers = createTriggerService({
+    db,
+    sessions,
+    logger: options.logger,
+    encryptionKey: options.keys.encryption,
+    tickMs: options.config.triggerTickMs,
+  });
   return {
     db,
     database: options.database,
@@ -280,6 +311,9 @@ export function createServices(options: ServicesOptions): Services {
     pubsub: options.pubsub,
     events,
     git: options.git,
+    gitAccess,
+    changeRequests,
+    triggers,
     providers: options.providers,
     rates,
     tokens,

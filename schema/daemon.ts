@@ -212,7 +212,8 @@ const ReloadSessionInput = builder.inputType('ReloadSessionInput', {
 builder.mutationField('reloadSession', (t) =>
   t.field({
     type: reloadSuccess('ReloadSessionSuccess'),
-    authScopes: { scope: 'sessions:write' },
+    description: 'Users with sessions:write, or the session’s own sandbox token.',
+    authScopes: { authenticated: true },
     errors: { types: COMMON_ERRORS },
     args: { input: t.arg({ type: ReloadSessionInput }) },
     resolve: async (_root, { input }, ctx) => ({

@@ -12,5 +12,7 @@ import './subscriptions';
 import './usage';
 import './gateway';
 import './conversation';
+import './change-requests';
+import './triggers';
 
 export const schema = builder.toSchema({ sortSchema: false });

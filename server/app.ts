@@ -1,6 +1,7 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
@@ -41,6 +42,8 @@ import { createAgentProxy } from './agent-proxy';
 import { createDaemonProxy } from './daemon-proxy';
 import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
+import { createGitProxy } from './git-proxy';
+import { handleWebhook, isWebhookPath } from './webhooks';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -68,11 +71,28 @@ export interface App {
   stop(): Promise<void>;
 }
 
-// The daemon runs in the entry process itself, bundled for plain node (scripts/build-agent.mjs): the
-// provider's pid is the daemon's, SIGTERM reaches it directly, and no TypeScript loader is in memory.
+// LOCAL sandboxes start like the image does: singulacomp-entrypoint (reaps, forwards signals, exits
+// with the daemon) runs the daemon, bundled for plain node (scripts/build-agent.mjs), so no
+// TypeScript loader is in memory.
 function defaultEntryCommand(): string {
+  const entrypoint = new URL('../cli/entrypoint.sh', import.meta.url).pathname;
   const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
-  return `exec '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+  return `exec '${entrypoint}' '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+}
+
+/**
+ * Writes `<binDir>/singulacomp`, the CLI as LOCAL sandboxes run it (the image installs the same
+ * CLI in /usr/local/bin): the workspace's git credential helper and the agent call it by name.
+ */
+async function installCliShim(binDir: string): Promise<void> {
+  const cliMain = new URL('../cli/main.ts', import.meta.url).pathname;
+  const tsxLoader = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+  await mkdir(binDir, { recursive: true });
+  await writeFile(
+    join(binDir, 'singulacomp'),
+    `#!/bin/sh\nexec '${process.execPath}' --import '${tsxLoader}' '${cliMain}' "$@"\n`,
+    { mode: 0o755 },
+  );
 }
 
 /**
@@ -148,11 +168,14 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache') });
+  const binDir = join(env.dataDir, 'bin');
+  await installCliShim(binDir);
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
     entryCommand: env.localEntry ?? defaultEntryCommand(),
     passEnv: ['PATH', 'LANG', 'TZ', ...env.localPassEnv],
-    clone: (repo, branch, dir) => git.cloneWorkspace(repo, branch, dir),
+    clone: (repo, branch, dir, workspace) => git.cloneWorkspace(repo, branch, dir, workspace),
+    binDir,
     isolation: localIsolation(env, log),
     apiPort: () => (url ? Number(new URL(url).port) : null),
     egressPorts: env.localEgressPorts,
@@ -231,6 +254,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     logger,
   });
   const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
+  const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
 
   let inFlight = 0;
   let draining = false;
@@ -279,6 +303,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
       return;
     }
+    // Before the GraphQL body limit: a push carries a whole pack (the proxy has its own limit).
+    if (gitProxy.matches(path)) {
+      track(res, 'git');
+      await gitProxy.handle(req, res);
+      return;
+    }
     if (env.graphiql && (await serveGraphiqlAsset(req, res))) return;
     // The gateway and the agent proxy carry their own body limits (screenshots, uploads).
     if (llmGateway.matches(path)) {
@@ -294,6 +324,15 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (Number(req.headers['content-length'] ?? 0) > DECLARED_BODY_LIMIT_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ errors: [{ message: 'Request body too large (limit 1 MiB).' }] }));
+      return;
+    }
+    if (isWebhookPath(path)) {
+      track(res, 'webhook');
+      await handleWebhook(req, res, {
+        triggers: services.triggers,
+        logger,
+        maxBodyBytes: DECLARED_BODY_LIMIT_BYTES,
+      });
       return;
     }
     track(res, path === '/graphql' ? 'graphql' : 'other');
@@ -376,6 +415,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       }
       await services.startBackground();
       services.reaper.start();
+      services.triggers.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
         // The token travels in the link's query string: only for the operator's own terminal.
@@ -385,6 +425,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     async stop() {
       draining = true;
       await services.reaper.stop();
+      await services.triggers.stop();
       server.close();
       server.closeIdleConnections();
       if (inFlight > 0) {

@@ -147,6 +147,7 @@ const variables = z.object({
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
+  SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
   /** PostgreSQL connections per server process (admission, requests and background jobs share them). */
@@ -280,6 +281,7 @@ const schema = variables.transform((e) => ({
   idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
+  triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
   database: {

@@ -62,7 +62,10 @@ export function createReloadService(options: ReloadServiceOptions) {
   }
 
   return {
-    /** reloadSession: users and service accounts with sessions:write on a RUNNING session. */
+    /**
+     * reloadSession: users and service accounts with sessions:write on a RUNNING session, and a
+     * sandbox token on its own session (the agent's `singulacomp sessions reload`, R-CLI-1).
+     */
     async start(
       principal: Principal,
       input: { sessionId: string; noRepo?: boolean | null; force?: boolean | null },
@@ -70,7 +73,12 @@ export function createReloadService(options: ReloadServiceOptions) {
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
       if (!session) throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      assertCanWriteSession(principal, session);
+      if (principal.kind === 'SANDBOX') {
+        if (principal.sessionId !== session.id)
+          throw forbidden('A sandbox token can only reload its own session.');
+      } else {
+        assertCanWriteSession(principal, session);
+      }
       const sandbox = session.sandbox;
       if (session.status !== 'RUNNING' || !sandbox?.serviceUrl || !sandbox.sandboxTokenEnc) {
         throw new ConflictError(

@@ -50,6 +50,7 @@ export interface Channels {
   accountSessions: { sessionId: string; accountId: string; sessionSeq?: number } & SessionSnapshot;
   /** One agent event of a session's conversation (resolvers/gateway/conversation.ts). */
   sessionEvents: { sessionId: string; accountId: string; event: AgentEventPayload };
+  changeRequestUpdated: { changeRequestId: string; projectId: string; accountId: string; status: string };
   /** Control message: close this token's sockets on every process. Not logged, no seq. */
   tokenRevoked: { tokenId: string };
 }

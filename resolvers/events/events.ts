@@ -73,6 +73,9 @@ export function createEvents(pubsub: PubSub, logger: Logger) {
     async reload(payload: Channels['reloadProgress']) {
       return send('reloadProgress', payload.reloadId, payload);
     },
+    async changeRequest(payload: Channels['changeRequestUpdated']) {
+      return send('changeRequestUpdated', payload.changeRequestId, payload);
+    },
     async tokenRevoked(tokenId: string) {
       const now = Date.now();
       if ((recentlyRevoked.get(tokenId) ?? 0) > now - 5_000) return null;

@@ -2,7 +2,7 @@
 // prompts, no inherited GIT_* variables), a timeout that kills the whole process group, and bounded
 // output. Credentials travel as GIT_CONFIG_* environment entries: never on the command line (visible
 // in `ps`), never in a URL, never on disk.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 
 export interface GitRunOptions {
   /** Directory git runs in; commands pass --git-dir/-C explicitly, this only stops repository discovery. */
@@ -12,6 +12,8 @@ export interface GitRunOptions {
   maxOutputBytes: number;
   /** Extra configuration, passed as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n. */
   config?: Readonly<Record<string, string>>;
+  /** Bytes written to git's stdin (otherwise stdin is closed). */
+  stdin?: Buffer;
 }
 
 export interface GitRunResult {
@@ -50,7 +52,10 @@ const FIXED_ENV: Readonly<Record<string, string>> = {
   LANGUAGE: 'C',
 };
 
-function childEnv(cwd: string, config: Readonly<Record<string, string>> | undefined): Record<string, string> {
+export function childEnv(
+  cwd: string,
+  config: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
   const env: Record<string, string> = {};
   // Child-process plumbing, not configuration: the server's env.ts owns configuration.
   for (const key of INHERITED_ENV) {
@@ -75,10 +80,16 @@ export function runGit(args: readonly string[], options: GitRunOptions): Promise
     const child = spawn('git', args, {
       cwd: options.cwd,
       env: childEnv(options.cwd, options.config),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       // Own process group, so a timeout also kills git-remote-https, ssh and upload-pack children.
       detached: true,
     });
+    if (options.stdin && child.stdin) {
+      child.stdin.on('error', () => {
+        // git exited before reading everything; its exit code tells the story.
+      });
+      child.stdin.end(options.stdin);
+    }
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderr = '';
@@ -97,7 +108,7 @@ export function runGit(args: readonly string[], options: GitRunOptions): Promise
       killGroup();
     }, options.timeoutMs);
 
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       if (outputTooLarge) return;
       stdoutBytes += chunk.length;
       if (stdoutBytes > options.maxOutputBytes) {
@@ -107,8 +118,8 @@ export function runGit(args: readonly string[], options: GitRunOptions): Promise
       }
       stdout.push(chunk);
     });
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
       if (stderr.length < STDERR_LIMIT_BYTES) stderr += chunk.slice(0, STDERR_LIMIT_BYTES - stderr.length);
     });
     child.on('error', (error) => {
@@ -140,4 +151,20 @@ export class Semaphore {
       else this.active -= 1;
     }
   }
+}
+
+/**
+ * Starts a long-running git service process (upload-pack, receive-pack) with the same scrubbed
+ * environment as runGit, streams wired by the caller. Own process group, so `kill(-pid)` ends it.
+ */
+export function spawnGitService(
+  args: readonly string[],
+  options: { cwd: string; config?: Readonly<Record<string, string>> },
+): ChildProcess {
+  return spawn('git', args, {
+    cwd: options.cwd,
+    env: childEnv(options.cwd, options.config),
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
 }

@@ -88,8 +88,54 @@ export interface GitService {
   readFileAtRef(repo: RepoRef, ref: string, path: string): Promise<Buffer | null>;
   /** The repository's bare mirror (created empty if needed); read it with `git --git-dir=<dir>`. */
   mirrorDir(repo: RepoRef): Promise<string>;
-  /** Clones `branch` into the new or empty `targetDir`; the clone's origin is the credential-free URL. */
-  cloneWorkspace(repo: RepoRef, branch: string, targetDir: string): Promise<{ commit: string }>;
+  /**
+   * Clones `branch` into the new or empty `targetDir`. The clone's origin is `workspace.originUrl`
+   * (the git proxy, for sandboxes), else the credential-free upstream URL; `workspace.config` is
+   * written to the clone's .git/config (the credential helper).
+   */
+  cloneWorkspace(
+    repo: RepoRef,
+    branch: string,
+    targetDir: string,
+    workspace?: WorkspaceGitOptions,
+  ): Promise<{ commit: string }>;
+  /**
+   * Brings every upstream branch and tag into the mirror (deleted ones are pruned) and returns the
+   * mirror's directory. Serialised with every other write to the mirror.
+   */
+  syncMirror(repo: RepoRef): Promise<string>;
+  /** Runs `task` holding the mirror's write lock (in-process and across processes). */
+  withMirrorLock<T>(repo: RepoRef, task: (mirrorDir: string) => Promise<T>): Promise<T>;
+  /**
+   * Pushes commits present in the mirror to the upstream with the server-held credential. Each
+   * update is refused upstream unless the ref still holds `oldSha` (null: must not exist).
+   * Returns the upstream's verdict per ref; never throws for a refusal, only when unreachable.
+   */
+  pushToUpstream(repo: RepoRef, updates: readonly RefUpdate[]): Promise<RefUpdateResult[]>;
+  /** A local git command against the mirror (no upstream, no credential): merges, diffs, commit-tree. */
+  inMirror(
+    repo: RepoRef,
+    args: readonly string[],
+    config?: Readonly<Record<string, string>>,
+  ): Promise<GitRunResult>;
+}
+
+export interface WorkspaceGitOptions {
+  originUrl?: string;
+  config?: Readonly<Record<string, string>>;
+}
+
+export interface RefUpdate {
+  ref: string;
+  oldSha: string | null;
+  newSha: string;
+}
+
+export interface RefUpdateResult {
+  ref: string;
+  ok: boolean;
+  /** The upstream's reason when refused. */
+  reason: string | null;
 }
 
 /** Remote ref to fetch and the sha the upstream reported for it (null: fetch a bare sha). */
@@ -102,6 +148,8 @@ interface GitCall {
   /** Talks to the upstream: gets the credential, and failures map to GitRepositoryUnreachableError. */
   remote?: boolean;
   maxOutputBytes?: number;
+  /** Local configuration (never a credential). */
+  config?: Readonly<Record<string, string>>;
 }
 
 // Mirrors are never garbage-collected or maintained behind our back: a repack deleting packs while a
@@ -142,7 +190,12 @@ export function createGitService(options: GitServiceOptions): GitService {
     );
   }
 
-  async function git(repo: ParsedRepo, args: string[], call: GitCall = {}): Promise<GitRunResult> {
+  async function git(
+    repo: ParsedRepo,
+    args: readonly string[],
+    call: GitCall = {},
+    stdin?: Buffer,
+  ): Promise<GitRunResult> {
     const header = call.remote ? authHeader(repo) : null;
     try {
       return await semaphore.run(() =>
@@ -150,7 +203,8 @@ export function createGitService(options: GitServiceOptions): GitService {
           cwd: cacheDir,
           timeoutMs,
           maxOutputBytes: call.maxOutputBytes ?? LIST_OUTPUT_BYTES,
-          config: header ? { 'http.extraHeader': header } : {},
+          config: { ...call.config, ...(header ? { 'http.extraHeader': header } : {}) },
+          ...(stdin ? { stdin } : {}),
         }),
       );
     } catch (error) {
@@ -164,7 +218,12 @@ export function createGitService(options: GitServiceOptions): GitService {
   }
 
   /** The error for a failed command, with every credential redacted. */
-  function failure(repo: ParsedRepo, args: string[], result: GitRunResult, call: GitCall = {}): Error {
+  function failure(
+    repo: ParsedRepo,
+    args: readonly string[],
+    result: GitRunResult,
+    call: GitCall = {},
+  ): Error {
     const secrets = secretsOf(repo);
     const stderr = redact(result.stderr, secrets);
     const safeArgs = args.map((arg) => redact(arg, secrets));
@@ -491,7 +550,7 @@ export function createGitService(options: GitServiceOptions): GitService {
       return ensureMirror(parseRepo(repoRef));
     },
 
-    async cloneWorkspace(repoRef, branch, targetDir) {
+    async cloneWorkspace(repoRef, branch, targetDir, workspace = {}) {
       assertBranchName(branch);
       const repo = parseRepo(repoRef);
       const dir = await ensureMirror(repo);
@@ -508,9 +567,14 @@ export function createGitService(options: GitServiceOptions): GitService {
       const cloned = await git(repo, cloneArgs);
       if (cloned.exitCode !== 0) throw failure(repo, cloneArgs, cloned);
       try {
-        const setUrl = ['-C', destination, 'remote', 'set-url', 'origin', repo.url];
+        const setUrl = ['-C', destination, 'remote', 'set-url', 'origin', workspace.originUrl ?? repo.url];
         const updated = await git(repo, setUrl);
         if (updated.exitCode !== 0) throw failure(repo, setUrl, updated);
+        for (const [key, value] of Object.entries(workspace.config ?? {})) {
+          const configArgs = ['-C', destination, 'config', '--local', key, value];
+          const configured = await git(repo, configArgs);
+          if (configured.exitCode !== 0) throw failure(repo, configArgs, configured);
+        }
         const headArgs = ['-C', destination, 'rev-parse', 'HEAD'];
         const head = await git(repo, headArgs);
         if (head.exitCode !== 0) throw failure(repo, headArgs, head);
@@ -520,6 +584,83 @@ export function createGitService(options: GitServiceOptions): GitService {
         await rm(destination, { recursive: true, force: true });
         throw error;
       }
+    },
+
+    async syncMirror(repoRef) {
+      const repo = parseRepo(repoRef);
+      const dir = await ensureMirror(repo);
+      await locked(repo, async () => {
+        const args = [
+          `--git-dir=${dir}`,
+          'fetch',
+          '--quiet',
+          '--prune',
+          '--no-tags',
+          '--no-write-fetch-head',
+          '--no-auto-maintenance',
+          '--no-recurse-submodules',
+          '--',
+          repo.url,
+          '+refs/heads/*:refs/heads/*',
+          '+refs/tags/*:refs/tags/*',
+        ];
+        let result = await git(repo, args, { remote: true });
+        if (result.exitCode !== 0 && REF_CONFLICT.test(result.stderr)) {
+          // A branch `a` replaced by `a/b` upstream (or the reverse): drop every local branch, refetch.
+          const drop = [`--git-dir=${dir}`, 'for-each-ref', '--format=delete %(refname)', 'refs/heads'];
+          const listed = await git(repo, drop);
+          await git(repo, [`--git-dir=${dir}`, 'update-ref', '--stdin'], {}, listed.stdout);
+          result = await git(repo, args, { remote: true });
+        }
+        if (result.exitCode !== 0) throw failure(repo, args, result, { remote: true });
+      });
+      return dir;
+    },
+
+    async withMirrorLock(repoRef, task) {
+      const repo = parseRepo(repoRef);
+      const dir = await ensureMirror(repo);
+      return locked(repo, () => task(dir));
+    },
+
+    async pushToUpstream(repoRef, updates) {
+      if (updates.length === 0) return [];
+      const repo = parseRepo(repoRef);
+      const dir = await ensureMirror(repo);
+      for (const update of updates) assertRefName(update.ref);
+      const args = [
+        `--git-dir=${dir}`,
+        'push',
+        '--porcelain',
+        '--no-verify',
+        ...(updates.length > 1 ? ['--atomic'] : []),
+        ...updates.map((u) => `--force-with-lease=${u.ref}:${u.oldSha ?? ''}`),
+        '--',
+        repo.url,
+        ...updates.map((u) => `${u.newSha}:${u.ref}`),
+      ];
+      const result = await git(repo, args, { remote: true });
+      const lines = result.stdout
+        .toString('utf8')
+        .split('\n')
+        .map((row) => row.split('\t'));
+      const secrets = secretsOf(repo);
+      const results = updates.map((update): RefUpdateResult | null => {
+        const line = lines.find((fields) => fields.length >= 3 && fields[1]?.endsWith(`:${update.ref}`));
+        if (!line) return null;
+        const [flag, , summary = ''] = line;
+        const ok = flag !== '!';
+        return { ref: update.ref, ok, reason: ok ? null : redact(summary, secrets) };
+      });
+      // No porcelain line for a ref: the push never got that far (unreachable, auth, timeout).
+      if (results.some((r) => r === null)) throw failure(repo, args, result, { remote: true });
+      return results as RefUpdateResult[];
+    },
+
+    async inMirror(repoRef, args, config) {
+      const repo = parseRepo(repoRef);
+      const dir = await ensureMirror(repo);
+      return git(repo, [`--git-dir=${dir}`, ...args], { config });
     },
   };
 }

@@ -64,6 +64,8 @@ export interface BwrapArgsOptions {
   dataDir: string;
   /** Directories bound read-only besides the system ones (the Node runtime, the application). */
   readOnly: string[];
+  /** Directories inside the data dir that stay visible, read-only (e.g. the CLI shim's bin). */
+  visibleInDataDir?: string[];
 }
 
 /** bubblewrap arguments up to (not including) the command. */
@@ -75,6 +77,8 @@ export function bwrapArgs(options: BwrapArgsOptions): string[] {
   // Mounted in this order so later ones cover earlier ones: the data dir may sit inside the
   // application directory (./.data) or /tmp; either way it is empty inside.
   args.push('--tmpfs', '/tmp', '--tmpfs', resolve(options.dataDir));
+  // Read-only binds that must stay visible over the empty data dir (the CLI shim in <dataDir>/bin).
+  for (const dir of options.visibleInDataDir ?? []) args.push('--ro-bind', dir, dir);
   args.push('--bind', options.workspace, options.workspace, '--bind', options.home, options.home);
   args.push('--ro-bind', join(options.runDir, 'egress'), join(SANDBOX_RUN_DIR, 'egress'));
   args.push('--bind', join(options.runDir, 'ingress'), join(SANDBOX_RUN_DIR, 'ingress'));

@@ -28,7 +28,17 @@ export interface LocalProviderOptions {
    * {servicePort}, {opencodePort}. Default: the bundled daemon.
    */
   entryCommand: string;
-  clone: (repo: { url: string; credential: string | null }, branch: string, dir: string) => Promise<unknown>;
+  clone: (
+    repo: { url: string; credential: string | null },
+    branch: string,
+    dir: string,
+    workspace: { originUrl: string; config: Record<string, string> },
+  ) => Promise<unknown>;
+  /**
+   * Directory with the `singulacomp` CLI, put first on the sandbox's PATH (the image has it in
+   * /usr/local/bin): the workspace's git credential helper runs it.
+   */
+  binDir?: string;
   /** How long stop() waits after SIGTERM before SIGKILL. @default 5_000 */
   stopGraceMs?: number;
   /** Variables from the host passed through (PATH is needed to find node and git). @default ['PATH','LANG','TZ'] */
@@ -186,6 +196,8 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       Object.entries(config.env).filter(([k]) => k.startsWith('SINGULACOMP_')),
     );
     const env: Record<string, string> = { ...config.env, ...passed, HOME: home, ...platform };
+    // The CLI shim (singulacomp, its git credential helper) comes first on the sandbox's PATH.
+    if (options.binDir) env.PATH = [options.binDir, env.PATH].filter(Boolean).join(':');
     let file = '/bin/sh';
     let args = ['-c', command];
     if (isolation.mode === 'bwrap') {
@@ -212,6 +224,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
           runDir,
           dataDir: isolation.dataDir,
           readOnly: isolation.readOnlyDirs ?? defaultReadOnlyDirs(),
+          ...(options.binDir ? { visibleInDataDir: [options.binDir] } : {}),
         }),
         '--',
         process.execPath,
@@ -316,10 +329,17 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       const id = `local-${request.sandboxId}`;
       const dir = dirOf(id);
       await mkdir(dir, { recursive: true });
+      // origin is the API's git proxy and only SINGULACOMP_TOKEN is handed to it (R-GIT-1): the
+      // upstream URL and its credential never enter the sandbox.
+      const apiUrl = (request.env.SINGULACOMP_API_URL ?? '').replace(/\/+$/, '');
       await options.clone(
         { url: request.workspace.repositoryUrl, credential: request.workspace.credential ?? null },
         request.workspace.branch,
         join(dir, 'workspace'),
+        {
+          originUrl: `${apiUrl}/v1/git/${request.projectId}.git`,
+          config: { [`credential.${apiUrl}.helper`]: '!singulacomp git-credential' },
+        },
       );
       const servicePort = await freePort();
       const env = { ...request.env, SINGULACOMP_SERVICE_PORT: String(servicePort) };

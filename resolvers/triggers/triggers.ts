@@ -1,0 +1,291 @@
+// Triggers (R-TRIG-1, R-SES-3): a WEBHOOK or SCHEDULE that creates a session exactly as
+// createSession does (admission, branch cut from baseRef at fire time), recording every firing as a
+// run: SESSION_CREATED with the session, SKIPPED_LIMIT or FAILED with the reason.
+//
+// Webhooks are verified with HMAC-SHA256 over the raw body (`X-Hub-Signature-256: sha256=<hex>`,
+// GitHub's convention). Replays are refused: a delivery's signature is claimed in a unique index
+// before the session is created, so the same signed request never fires twice. Schedules use croner
+// (maintained, dependency-free, seconds and time zones; evaluated in UTC): each process polls for
+// due triggers and advances `nextFireAt` by compare-and-set, and the (trigger, scheduledFor) unique
+// index backs it up, so a due time fires once across the fleet.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Cron } from 'croner';
+import { GraphQLError } from 'graphql';
+import type { Trigger, TriggerKind, TriggerRun } from '../../prisma/generated/client/client';
+import type { Db } from '../platform';
+import type { Logger } from '../platform';
+import { assertCanReadProject, assertCanWriteProject } from '../auth/authz';
+import { decrypt, encrypt } from '../auth/crypto';
+import type { Principal, UserPrincipal } from '../auth/principal';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../errors';
+import { parseId } from '../ids';
+import type { SessionLifecycle } from '../sessions/lifecycle';
+import { requireRefName, requireText } from '../validate';
+
+export const SIGNATURE_HEADER = 'x-hub-signature-256';
+
+export interface TriggerInput {
+  name?: string | null;
+  schedule?: string | null;
+  prompt?: string | null;
+  baseRef?: string | null;
+  templateSlug?: string | null;
+  agent?: string | null;
+}
+
+export interface TriggerServiceOptions {
+  db: Db;
+  sessions: SessionLifecycle;
+  logger: Logger;
+  encryptionKey: Buffer;
+  /** How often to look for due schedules. @default 5_000 */
+  tickMs?: number;
+  now?: () => Date;
+}
+
+/** The outcome of a webhook delivery, for the HTTP answer. */
+export interface WebhookOutcome {
+  status: 202 | 401 | 404 | 409 | 429 | 422;
+  message: string;
+  run: TriggerRun | null;
+}
+
+export type TriggerService = ReturnType<typeof createTriggerService>;
+
+function nextRun(schedule: string, after: Date): Date | null {
+  return new Cron(schedule, { timezone: 'UTC', paused: true }).nextRun(after);
+}
+
+export function signWebhook(secret: string, body: Buffer | string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export function createTriggerService(options: TriggerServiceOptions) {
+  const { db, sessions } = options;
+  const log = options.logger.child({ module: 'triggers' });
+  const now = options.now ?? (() => new Date());
+  let timer: NodeJS.Timeout | null = null;
+  let ticking: Promise<void> | null = null;
+
+  function validate(kind: TriggerKind, input: TriggerInput, partial: boolean) {
+    const data: Record<string, string | null | Date> = {};
+    if (input.name != null || !partial)
+      data.name = requireText(input.name ?? '', ['input', 'name'], { max: 100 });
+    if (input.prompt != null) data.prompt = requireText(input.prompt, ['input', 'prompt'], { max: 100_000 });
+    if (input.baseRef != null) data.baseRef = requireRefName(input.baseRef, ['input', 'baseRef']);
+    if (input.templateSlug != null)
+      data.templateSlug = requireText(input.templateSlug, ['input', 'templateSlug'], { max: 200 });
+    if (input.agent != null) data.agent = requireText(input.agent, ['input', 'agent'], { max: 64 });
+    if (kind === 'SCHEDULE' && (input.schedule != null || !partial)) {
+      const schedule = requireText(input.schedule ?? '', ['input', 'schedule'], { max: 200 });
+      let next: Date | null;
+      try {
+        next = nextRun(schedule, now());
+      } catch (error) {
+        throw new ValidationError(`schedule is not a valid cron expression: ${(error as Error).message}`, [
+          'input',
+          'schedule',
+        ]);
+      }
+      if (!next) throw new ValidationError('schedule never fires.', ['input', 'schedule']);
+      data.schedule = schedule;
+      data.nextFireAt = next;
+    } else if (kind === 'WEBHOOK' && input.schedule != null) {
+      throw new ValidationError('A WEBHOOK trigger has no schedule.', ['input', 'schedule']);
+    }
+    return data;
+  }
+
+  async function loadFor(principal: Principal, id: string, write: boolean): Promise<Trigger> {
+    const triggerId = parseId(id, 'Trigger', ['input', 'triggerId']);
+    const trigger = await db.trigger.findUnique({ where: { id: triggerId } });
+    if (!trigger || trigger.accountId !== principal.accountId) {
+      throw new NotFoundError('No trigger with that id.', ['input', 'triggerId']);
+    }
+    if (write) assertCanWriteProject(principal, trigger, 'sessions:write');
+    else assertCanReadProject(principal, { id: trigger.projectId, accountId: trigger.accountId });
+    return trigger;
+  }
+
+  /** The principal a firing acts as: the trigger's creator, limited to creating sessions. */
+  function firingPrincipal(trigger: Trigger): UserPrincipal {
+    return {
+      kind: 'USER',
+      userId: trigger.userId ?? '',
+      accountId: trigger.accountId,
+      isAdmin: false,
+      scopes: new Set(['sessions:write']),
+      tokenId: `trigger:${trigger.id}`,
+      expiresAt: null,
+    };
+  }
+
+  /** Creates the session for a claimed run and records the outcome on it. */
+  async function fire(trigger: Trigger, runId: string): Promise<TriggerRun> {
+    try {
+      const session = await sessions.create(firingPrincipal(trigger), {
+        projectId: trigger.projectId,
+        baseRef: trigger.baseRef,
+        templateSlug: trigger.templateSlug,
+        prompt: trigger.prompt,
+        agent: trigger.agent,
+      });
+      log.info({ triggerId: trigger.id, sessionId: session.id }, 'trigger created a session');
+      return db.triggerRun.update({
+        where: { id: runId },
+        data: { status: 'SESSION_CREATED', sessionId: session.id, reason: null },
+      });
+    } catch (error) {
+      const limited = error instanceof GraphQLError && error.extensions.code === 'CONCURRENT_SESSION_LIMIT';
+      const reason =
+        error instanceof GraphQLError || error instanceof DomainError
+          ? error.message
+          : `unexpected failure: ${(error as Error).message}`;
+      log.warn({ triggerId: trigger.id, err: error, limited }, 'trigger firing created no session');
+      return db.triggerRun.update({
+        where: { id: runId },
+        data: { status: limited ? 'SKIPPED_LIMIT' : 'FAILED', reason: reason.slice(0, 2_000) },
+      });
+    }
+  }
+
+  async function tick(): Promise<void> {
+    const due = await db.trigger.findMany({
+      where: { kind: 'SCHEDULE', paused: false, nextFireAt: { lte: now() } },
+      orderBy: { nextFireAt: 'asc' },
+      take: 20,
+    });
+    for (const trigger of due) {
+      const scheduledFor = trigger.nextFireAt!;
+      const next = trigger.schedule ? nextRun(trigger.schedule, now()) : null;
+      // Compare-and-set: of all processes that saw this due time, exactly one advances it.
+      const { count } = await db.trigger.updateMany({
+        where: { id: trigger.id, nextFireAt: scheduledFor, paused: false },
+        data: { nextFireAt: next },
+      });
+      if (count === 0) continue;
+      let run: TriggerRun;
+      try {
+        run = await db.triggerRun.create({
+          data: { triggerId: trigger.id, status: 'FAILED', reason: 'firing', scheduledFor },
+        });
+      } catch {
+        continue; // already fired for this time
+      }
+      await fire(trigger, run.id);
+    }
+  }
+
+  return {
+    loadFor,
+
+    async create(
+      principal: Principal,
+      input: TriggerInput & { projectId: string; kind: TriggerKind },
+    ): Promise<{ trigger: Trigger; webhookSecret: string | null }> {
+      const projectId = parseId(input.projectId, 'Project', ['input', 'projectId']);
+      const project = await db.project.findUnique({ where: { id: projectId } });
+      if (!project || project.accountId !== principal.accountId) {
+        throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
+      }
+      assertCanWriteProject(principal, project, 'sessions:write');
+      if (principal.kind !== 'USER') throw new ValidationError('Only users can own triggers.', ['input']);
+      const data = validate(input.kind, input, false);
+      const webhookSecret = input.kind === 'WEBHOOK' ? randomBytes(32).toString('hex') : null;
+      const existing = await db.trigger.findUnique({
+        where: { projectId_name: { projectId, name: data.name as string } },
+      });
+      if (existing)
+        throw new ConflictError('A trigger with that name exists in this project.', ['input', 'name']);
+      const trigger = await db.trigger.create({
+        data: {
+          ...data,
+          name: data.name as string,
+          kind: input.kind,
+          accountId: project.accountId,
+          projectId,
+          userId: principal.userId,
+          webhookSecretEnc: webhookSecret ? encrypt(options.encryptionKey, webhookSecret) : null,
+        },
+      });
+      return { trigger, webhookSecret };
+    },
+
+    async update(principal: Principal, input: TriggerInput & { triggerId: string }): Promise<Trigger> {
+      const trigger = await loadFor(principal, input.triggerId, true);
+      return db.trigger.update({ where: { id: trigger.id }, data: validate(trigger.kind, input, true) });
+    },
+
+    async setPaused(principal: Principal, input: { triggerId: string; paused: boolean }): Promise<Trigger> {
+      const trigger = await loadFor(principal, input.triggerId, true);
+      const nextFireAt =
+        !input.paused && trigger.kind === 'SCHEDULE' && trigger.schedule
+          ? nextRun(trigger.schedule, now())
+          : trigger.nextFireAt;
+      return db.trigger.update({ where: { id: trigger.id }, data: { paused: input.paused, nextFireAt } });
+    },
+
+    async remove(principal: Principal, input: { triggerId: string }): Promise<Trigger> {
+      const trigger = await loadFor(principal, input.triggerId, true);
+      await db.trigger.delete({ where: { id: trigger.id } });
+      return trigger;
+    },
+
+    /** A webhook delivery: verify, refuse replays, fire; every outcome is recorded as a run. */
+    async deliver(triggerId: string, signature: string | undefined, body: Buffer): Promise<WebhookOutcome> {
+      const trigger = /^[0-9a-f-]{36}$/i.test(triggerId)
+        ? await db.trigger.findUnique({ where: { id: triggerId.toLowerCase() } })
+        : null;
+      if (trigger?.kind !== 'WEBHOOK' || !trigger.webhookSecretEnc) {
+        return { status: 404, message: 'No webhook trigger at this URL.', run: null };
+      }
+      const record = (reason: string) =>
+        db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason } });
+      const expected = Buffer.from(
+        signWebhook(decrypt(options.encryptionKey, trigger.webhookSecretEnc), body),
+      );
+      const given = Buffer.from(signature ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        const run = await record(`Bad or missing ${SIGNATURE_HEADER} signature.`);
+        return { status: 401, message: run.reason!, run };
+      }
+      if (trigger.paused) {
+        const run = await record('The trigger is paused.');
+        return { status: 409, message: run.reason!, run };
+      }
+      let claimed: TriggerRun;
+      try {
+        claimed = await db.triggerRun.create({
+          data: { triggerId: trigger.id, status: 'FAILED', reason: 'firing', signature: signature! },
+        });
+      } catch {
+        const run = await record('Replayed delivery: this signed request was already received.');
+        return { status: 409, message: run.reason!, run };
+      }
+      const run = await fire(trigger, claimed.id);
+      if (run.status === 'SESSION_CREATED') return { status: 202, message: 'Session created.', run };
+      return { status: run.status === 'SKIPPED_LIMIT' ? 429 : 422, message: run.reason ?? run.status, run };
+    },
+
+    tick,
+
+    start(): void {
+      if (timer) return;
+      timer = setInterval(() => {
+        if (ticking) return;
+        ticking = tick()
+          .catch((error: unknown) => log.warn({ err: error }, 'schedule tick failed'))
+          .finally(() => {
+            ticking = null;
+          });
+      }, options.tickMs ?? 5_000);
+      timer.unref();
+    },
+
+    async stop(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await ticking;
+    },
+  };
+}
