@@ -4,6 +4,7 @@
 // (local-isolation.ts) the process group runs in namespaces of its own and sees only its workspace
 // and home; without it a sandbox runs as the server's user and can read what the server can.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -117,6 +118,10 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   const isolation = options.isolation;
   const dirOf = (id: string) => join(options.rootDir, id.replace(/[^a-zA-Z0-9-]/g, ''));
   const pidFile = (id: string) => join(dirOf(id), 'entry.pid');
+  // The sandbox's Unix sockets live in a short directory of their own: a socket path is limited to
+  // 107 bytes, which a data dir deep in the filesystem would exceed under the sandbox directory.
+  const runDirOf = (id: string) =>
+    join('/tmp', `sc-run-${createHash('sha256').update(dirOf(id)).digest('hex').slice(0, 20)}`);
   const hostEnv = options.hostEnv ?? process.env;
 
   async function pidOf(id: string): Promise<number | null> {
@@ -160,7 +165,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     for (const port of options.egressPorts ?? []) egress.set(port, port);
     bridges.set(
       id,
-      await openHostBridges({ runDir: join(dirOf(id), 'run'), egress, servicePort: config.servicePort }),
+      await openHostBridges({ runDir: runDirOf(id), egress, servicePort: config.servicePort }),
     );
   }
 
@@ -205,7 +210,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       if (config.apiPortInside) env.SINGULACOMP_API_URL = `http://127.0.0.1:${config.apiPortInside}`;
       // Only system directories and this Node are visible inside: the server's own Node comes first.
       env.PATH = [dirname(process.execPath), ...(env.PATH ?? '/usr/bin:/bin').split(':')].join(':');
-      const runDir = join(dir, 'run');
+      const runDir = runDirOf(id);
       const spec = {
         runDir: SANDBOX_RUN_DIR,
         egressPorts: [
@@ -373,6 +378,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     async destroy(id) {
       await stopProcess(id);
       await rm(dirOf(id), { recursive: true, force: true });
+      await rm(runDirOf(id), { recursive: true, force: true });
     },
 
     async keepAlive() {
