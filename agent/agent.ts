@@ -58,6 +58,8 @@ export interface AgentOptions {
   keepAttachmentsPerSession?: number;
   /** @default 60_000 */
   leaseRenewIntervalMs?: number;
+  /** Ports proxied beside the daemon's own tree's (SINGULACOMP_PROXY_EXTRA_PORTS). @default [] */
+  proxyExtraPorts?: number[];
   /** @default 60_000 */
   telemetryIntervalMs?: number;
   /** @default 60_000 */
@@ -148,6 +150,7 @@ export class Agent {
       offloadIntervalMs: options.offloadIntervalMs ?? 300_000,
       keepAttachmentsPerSession: options.keepAttachmentsPerSession ?? 12,
       leaseRenewIntervalMs: options.leaseRenewIntervalMs ?? 60_000,
+      proxyExtraPorts: options.proxyExtraPorts ?? [],
       telemetryIntervalMs: options.telemetryIntervalMs ?? 60_000,
       healthTimeoutMs: options.healthTimeoutMs ?? 60_000,
       healthPollMs: options.healthPollMs ?? 200,
@@ -255,6 +258,7 @@ export class Agent {
       opencodePort: () => (this.supervisor.current?.alive ? this.supervisor.current.port : null),
       handlers: this.handlers(),
       deniedPorts: apiPortOf(o.apiUrl),
+      extraPorts: o.proxyExtraPorts ?? [],
     });
 
     this.tracker.on('change', (change) => {

@@ -14,6 +14,14 @@ const envSchema = z.object({
   SINGULACOMP_ATTACHMENT_OFFLOAD: z.enum(['0', '1']).default('1'),
   /** Lease renewal interval while a turn is busy (R-LEASE-1); tests and single-host installs scale it. */
   SINGULACOMP_LEASE_RENEW_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).optional(),
+  /**
+   * Ports the proxy may also reach though no process of the daemon's tree listens on them (an app
+   * the image starts beside the daemon). Never the service port or the API's.
+   */
+  SINGULACOMP_PROXY_EXTRA_PORTS: z
+    .string()
+    .regex(/^\d{1,5}(,\d{1,5})*$/, 'comma-separated port numbers')
+    .optional(),
   /** Telemetry push interval (R-AG-4). */
   SINGULACOMP_TELEMETRY_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -38,6 +46,7 @@ export interface AgentEnv {
   logLevel: string;
   leaseRenewIntervalMs?: number;
   telemetryIntervalMs?: number;
+  proxyExtraPorts: number[];
   workspace: string;
   home: string;
   opencodePort: number;
@@ -98,6 +107,7 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     memoryGuardPct: e.SINGULACOMP_MEMORY_GUARD_PCT,
     attachmentOffload: e.SINGULACOMP_ATTACHMENT_OFFLOAD !== '0',
     logLevel: e.LOG_LEVEL,
+    proxyExtraPorts: (e.SINGULACOMP_PROXY_EXTRA_PORTS ?? '').split(',').filter(Boolean).map(Number),
     ...(e.SINGULACOMP_LEASE_RENEW_INTERVAL_MS
       ? { leaseRenewIntervalMs: e.SINGULACOMP_LEASE_RENEW_INTERVAL_MS }
       : {}),

@@ -41,6 +41,8 @@ export interface ProxyServerOptions {
   handlers: ControlHandlers;
   /** Ports never proxied whoever listens on them (the API's, when it is reachable from here). */
   deniedPorts?: number[];
+  /** Ports allowed beside the sandbox's own (an app started beside the daemon). @default [] */
+  extraPorts?: number[];
   /** Ports the sandbox's own processes listen on. @default sandboxListeningPorts() */
   sandboxPorts?: () => Promise<Set<number>>;
 }
@@ -151,6 +153,7 @@ export class ProxyServer {
     }
     if (this.options.deniedPorts?.includes(port))
       return { status: 403, error: 'that port cannot be proxied' };
+    if (this.options.extraPorts?.includes(port)) return { port };
     // Only ports the sandbox's own processes serve: never a host service sharing this loopback.
     const own = await (this.options.sandboxPorts ?? sandboxListeningPorts)();
     if (!own.has(port)) return { status: 403, error: 'no process of this sandbox listens on that port' };

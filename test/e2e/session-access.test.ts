@@ -21,6 +21,7 @@ import {
 } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
+import { freePort } from '../../resolvers/providers/local';
 import { type E2e, startE2e } from './helpers';
 
 /** Subdomain previews need a DNS name under which `p<port>-<sandbox-id>.` hosts resolve. */
@@ -31,7 +32,7 @@ const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 /** The app a user runs in the sandbox: a page that forbids framing, an echo endpoint, a WebSocket echo. */
-async function startSandboxApp(): Promise<{
+async function startSandboxApp(port: number): Promise<{
   port: number;
   server: Server;
   beacons: string[];
@@ -73,7 +74,7 @@ async function startSandboxApp(): Promise<{
   });
   const wss = new WebSocketServer({ server });
   wss.on('connection', (ws) => ws.on('message', (data) => ws.send(`echo:${data.toString()}`)));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
     server,
@@ -133,10 +134,13 @@ describe('reaching a session from outside', () => {
   let servicePort: number;
 
   beforeAll(async () => {
+    // The app plays one the image starts beside the daemon: a host process the test controls, so the
+    // sandbox runs unisolated on the host's loopback and the daemon is told the app's port.
+    const appPort = await freePort();
     e = await startE2e({
       gateway: true,
-      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' },
-      env: { SINGULACOMP_PREVIEW_DOMAIN: PREVIEW_DOMAIN },
+      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
+      env: { SINGULACOMP_PREVIEW_DOMAIN: PREVIEW_DOMAIN, SINGULACOMP_LOCAL_ISOLATION: 'none' },
     });
     pat = e.t.adminToken;
     s = await startSession(e.t, await createProject(e.t, e.repo.url));
@@ -144,7 +148,7 @@ describe('reaching a session from outside', () => {
       const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
       return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
     }, 90_000);
-    app = await startSandboxApp();
+    app = await startSandboxApp(appPort);
     const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
     servicePort = Number(new URL(sandbox.serviceUrl!).port);
   }, 150_000);
