@@ -69,6 +69,32 @@ describe('every Node type checks read capability', () => {
       data: { projectId: p1, slug: 'default', name: 'Default', snapshotId: snapshot.id },
     });
     const reload = await db.reload.create({ data: { sessionId: s1.sessionId } });
+    const accountId = s1.sandbox.accountId;
+    const changeRequest = await db.changeRequest.create({
+      data: {
+        accountId,
+        projectId: p1,
+        sessionId: s1.sessionId,
+        title: 'seed',
+        headRef: s1.sessionId,
+        baseRef: 'main',
+        headCommit: '0'.repeat(40),
+        baseCommit: '0'.repeat(40),
+      },
+    });
+    const trigger = await db.trigger.create({
+      data: { accountId, projectId: p1, name: 'seed', kind: 'SCHEDULE', schedule: '0 * * * *' },
+    });
+    const shareLink = await db.shareLink.create({
+      data: {
+        accountId,
+        sandboxId: s1.sandbox.id,
+        port: 3000,
+        mode: 'VIEW_ONLY',
+        secretHash: `seed-${Date.now()}`,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    });
     // Seeds for every Node type. A type added to the schema without a seed here fails the suite:
     // add its seed and give the type a read check.
     rows.set('Project', p1);
@@ -77,6 +103,9 @@ describe('every Node type checks read capability', () => {
     rows.set('Template', template.id);
     rows.set('Snapshot', snapshot.id);
     rows.set('Reload', reload.id);
+    rows.set('ChangeRequest', changeRequest.id);
+    rows.set('Trigger', trigger.id);
+    rows.set('ShareLink', shareLink.id);
     const admin = await t.app.services.tokens.authenticate(`Bearer ${t.adminToken}`);
     rows.set('Token', admin!.tokenId);
   }, 120_000);
