@@ -36,7 +36,13 @@ describe('parseEnv', () => {
     });
     expect(env.port).toBe(4100);
     expect(env.rates).toEqual({ E2B: { cpuPerHourUsd: 0.05 } });
-    expect(env.daytona).toEqual({ apiKey: 'dk', apiUrl: 'https://app.daytona.io/api', target: null });
+    expect(env.daytona).toEqual({
+      apiKey: 'dk',
+      apiUrl: 'https://app.daytona.io/api',
+      target: null,
+      caps: {},
+      defaultImage: null,
+    });
     expect(env.e2b).toBeNull();
     expect(env.localPassEnv).toEqual(['A_B', 'C']);
     expect(env.idleTimeoutMs).toBe(15 * 60_000);

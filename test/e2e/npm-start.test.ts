@@ -50,6 +50,8 @@ describe('npm start on a fresh data dir runs the main job', () => {
         NODE_ENV: 'development',
         SINGULACOMP_LOCAL_ENTRY: '',
         SINGULACOMP_LOCAL_PASS_ENV: Object.keys(daemonEnv).join(','),
+        // An isolated sandbox reaches only the API and the ports named here: the stub model.
+        SINGULACOMP_LOCAL_EGRESS_PORTS: new URL(stub.baseURL).port,
         ...daemonEnv,
       },
     });
