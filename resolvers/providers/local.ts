@@ -163,10 +163,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     const apiPort = options.apiPort?.() ?? null;
     if (config.apiPortInside && apiPort) egress.set(config.apiPortInside, apiPort);
     for (const port of options.egressPorts ?? []) egress.set(port, port);
-    bridges.set(
-      id,
-      await openHostBridges({ runDir: runDirOf(id), egress, servicePort: config.servicePort }),
-    );
+    bridges.set(id, await openHostBridges({ runDir: runDirOf(id), egress, servicePort: config.servicePort }));
   }
 
   async function closeBridges(id: string): Promise<void> {
