@@ -137,20 +137,26 @@ export function createAccessService(options: AccessServiceOptions) {
     }
   }
 
+  /** The session a gateway path names, with its sandbox; an unknown or malformed id is a 404. */
+  async function sessionWithSandbox(rawSessionId: string) {
+    let sessionId: string;
+    try {
+      sessionId = parseId(rawSessionId, 'Session', ['sessionId']);
+    } catch {
+      throw new AccessError(404, 'No session with that id.');
+    }
+    const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
+    if (!session) throw new AccessError(404, 'No session with that id.');
+    return session;
+  }
+
   return {
     shareBlocked,
 
     /** `/v1/sessions/<id>/agent/*`: the caller drives the agent, so it needs write access. */
     async agent(authorization: string | undefined, rawSessionId: string): Promise<ProxyGrant> {
       const principal = await authenticate(authorization);
-      let sessionId: string;
-      try {
-        sessionId = parseId(rawSessionId, 'Session', ['sessionId']);
-      } catch {
-        throw new AccessError(404, 'No session with that id.');
-      }
-      const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
-      if (!session) throw new AccessError(404, 'No session with that id.');
+      const session = await sessionWithSandbox(rawSessionId);
       try {
         if (principal.kind === 'SANDBOX') assertCanReadSession(principal, session);
         else assertCanWriteSession(principal, session);
@@ -164,14 +170,7 @@ export function createAccessService(options: AccessServiceOptions) {
     /** Session attachments: readers of the session. */
     async attachment(authorization: string | undefined, rawSessionId: string): Promise<ProxyGrant> {
       const principal = await authenticate(authorization);
-      let sessionId: string;
-      try {
-        sessionId = parseId(rawSessionId, 'Session', ['sessionId']);
-      } catch {
-        throw new AccessError(404, 'No session with that id.');
-      }
-      const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
-      if (!session) throw new AccessError(404, 'No session with that id.');
+      const session = await sessionWithSandbox(rawSessionId);
       try {
         assertCanReadSession(principal, session);
       } catch (error) {
