@@ -49,10 +49,14 @@ for (const db of ['postgres', 'pglite'] as const) {
     /** Waits until the session is BUSY with a live lease; on failure says where it got stuck. */
     async function untilBusy(s: { sessionId: string }, providerSandboxId: string): Promise<Session> {
       try {
-        return await waitFor(async () => {
-          const v = await view(s.sessionId);
-          return v.sandbox?.runtimeState === 'BUSY' && v.lease?.live ? v : null;
-        }, 90_000);
+        return await waitFor(
+          async () => {
+            const v = await view(s.sessionId);
+            return v.sandbox?.runtimeState === 'BUSY' && v.lease?.live ? v : null;
+          },
+          90_000,
+          'the session to be BUSY with a live lease',
+        );
       } catch (error) {
         const log = await readFile(join(e.sandboxDir(providerSandboxId), 'entry.log'), 'utf8').catch(
           () => '',
@@ -69,11 +73,22 @@ for (const db of ['postgres', 'pglite'] as const) {
       return res.data.session;
     }
 
-    test('a busy turn keeps the sandbox past the idle timeout; once it ends the reaper stops it as IDLE_REAPED', async () => {
+    test('a busy turn keeps the sandbox past the idle timeout; once it ends the reaper stops it as IDLE_REAPED', async ({
+      onTestFailed,
+    }) => {
       e.stub.setDelayMs(IDLE_MS + TTL_MS + 2_000);
       const before = e.stub.requests.length;
       const s = await startSession(e.t, projectId, { prompt: 'Take your time.' });
       const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+      // Whatever step fails (the backstop timeout included), the session and the daemon's log say
+      // where it stood.
+      onTestFailed(async () => {
+        const log = await readFile(join(e.sandboxDir(sandbox.providerSandboxId!), 'entry.log'), 'utf8').catch(
+          () => '',
+        );
+        const v = await view(s.sessionId).catch((error: unknown) => String(error));
+        console.error(`session at failure: ${JSON.stringify(v)}\ndaemon log:\n${log.slice(-6_000)}`);
+      });
 
       // Telemetry from the daemon reaches a graphql-ws subscriber.
       const client = createClient({
@@ -99,11 +114,15 @@ for (const db of ['postgres', 'pglite'] as const) {
         expect(busy.status).toBe('RUNNING');
         expect(busy.sandbox?.keptAliveBecause).toContain(`generation ${busy.lease?.generation}`);
         expect(busy.sandbox?.leaseExpiresAt).toBe(busy.lease?.expiresAt);
-        await waitFor(async () => e.stub.requests.length > before, 30_000);
+        await waitFor(
+          async () => e.stub.requests.length > before,
+          30_000,
+          'the turn to reach the stub model',
+        );
         const claimed = await e.t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
         expect(claimed.bootstrapClaimedAt).not.toBeNull();
 
-        const sample = await waitFor(async () => samples[0], 30_000);
+        const sample = await waitFor(async () => samples[0], 30_000, 'a telemetry sample over graphql-ws');
         expect(sample.memoryLimitBytes as number).toBeGreaterThan(0);
         expect(sample.diskTotalBytes as number).toBeGreaterThan(0);
         expect(sample.daemonRssBytes as number).toBeGreaterThan(0);
@@ -112,11 +131,17 @@ for (const db of ['postgres', 'pglite'] as const) {
         expect(stored).toBeGreaterThanOrEqual(1);
 
         // The turn outlives the idle timeout and several lease TTLs; the sandbox stays RUNNING.
-        const turnEnded = await waitFor(async () => {
-          const v = await view(s.sessionId);
-          if (v.status !== 'RUNNING') throw new Error(`stopped mid-turn: ${JSON.stringify(v)}`);
-          return v.sandbox?.runtimeState === 'IDLE' ? v : null;
-        }, 90_000);
+        // A stop mid-turn fails at once (a throwing check would only count as "not yet").
+        let stoppedMidTurn: Session | undefined;
+        const turnEnded = await waitFor(
+          async () => {
+            const v = await view(s.sessionId);
+            if (v.status !== 'RUNNING') stoppedMidTurn = v;
+            return stoppedMidTurn ?? (v.sandbox?.runtimeState === 'IDLE' ? v : null);
+          },
+          { timeoutMs: 90_000, what: 'the slow turn to end with the session RUNNING' },
+        );
+        expect(stoppedMidTurn).toBeUndefined();
         expect(Date.now() - busySince).toBeGreaterThan(IDLE_MS);
         const held = await e.t.app.services.db.executionLease.findUniqueOrThrow({
           where: { sandboxId: s.sandboxId },
@@ -128,10 +153,14 @@ for (const db of ['postgres', 'pglite'] as const) {
         expect(samples.length).toBeGreaterThanOrEqual(2);
 
         // The turn ended: the lease is released and the reaper stops the idle sandbox.
-        const stopped = await waitFor(async () => {
-          const v = await view(s.sessionId);
-          return v.status === 'STOPPED' ? v : null;
-        }, 60_000);
+        const stopped = await waitFor(
+          async () => {
+            const v = await view(s.sessionId);
+            return v.status === 'STOPPED' ? v : null;
+          },
+          60_000,
+          'the reaper to stop the idle session',
+        );
         expect(stopped.stopReason).toBe('IDLE_REAPED');
         const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
           where: { sandboxId: s.sandboxId },
@@ -141,17 +170,27 @@ for (const db of ['postgres', 'pglite'] as const) {
         expect(new Date(stopped.stoppedAt!).getTime()).toBeGreaterThanOrEqual(
           lease.releasedAt!.getTime() + IDLE_MS,
         );
-        const gone = await waitFor(async () => {
-          const v = await view(s.sessionId);
-          return v.sandbox?.status === 'DESTROYED' ? v : null;
-        }, 30_000);
+        const gone = await waitFor(
+          async () => {
+            const v = await view(s.sessionId);
+            return v.sandbox?.status === 'DESTROYED' ? v : null;
+          },
+          30_000,
+          'the sandbox to be destroyed',
+        );
         expect(gone.sandbox?.stopReason).toBe('IDLE_REAPED');
         expect(gone.sandbox?.keptAliveBecause).toBeNull();
-        await waitFor(async () => e.processesIn(sandbox.providerSandboxId!).length === 0, 20_000);
+        await waitFor(
+          async () => e.processesIn(sandbox.providerSandboxId!).length === 0,
+          20_000,
+          "the sandbox's processes to end",
+        );
       } finally {
         unsubscribe();
         await client.dispose();
       }
-    }, 180_000);
+      // A backstop above the sum of the steps' own waits: booting OpenCode on a loaded machine,
+      // a turn longer than the idle timeout, then the idle timeout again before the reaper acts.
+    }, 600_000);
   });
 }
