@@ -1,6 +1,6 @@
 // ChangeRequest (R-GIT-4): the node, project.changeRequests, open/merge/close and the
 // changeRequestUpdated subscription. Rules live in resolvers/change-requests/.
-import { assertCanReadProject } from '../resolvers/auth/authz';
+import { assertCanReadChangeRequest } from '../resolvers/auth/authz';
 import type { Principal } from '../resolvers/auth/principal';
 import { MergeConflictError, NotFastForwardError } from '../resolvers/change-requests/change-requests';
 import { RepositoryUnreachableError, badUserInput } from '../resolvers/errors';
@@ -19,7 +19,7 @@ const MergeMethodEnum = builder.enumType('MergeMethod', {
 
 const canRead = (principal: Principal | null, cr: { projectId: string; accountId: string }) => {
   if (!principal) return false;
-  assertCanReadProject(principal, { id: cr.projectId, accountId: cr.accountId });
+  assertCanReadChangeRequest(principal, cr);
   return true;
 };
 

@@ -2,7 +2,7 @@
 // resolvers/gateway/.
 import { builder } from './builder';
 import { COMMON_ERRORS } from './errors';
-import { canReadSandbox } from './sandboxes';
+import { assertCanReadShareLink } from '../resolvers/auth/authz';
 
 const LlmUsage = builder
   .objectRef<{ requests: number; inputTokens: bigint; outputTokens: bigint }>('LlmUsage')
@@ -65,7 +65,11 @@ const ShareLinkModeEnum = builder.enumType('ShareLinkMode', {
 
 export const ShareLinkRef = builder.prismaNode('ShareLink', {
   id: { field: 'id' },
-  authScopes: (link, ctx) => canReadSandbox(ctx.principal, { sessionId: '', accountId: link.accountId }),
+  authScopes: (link, ctx) => {
+    if (!ctx.principal) return false;
+    assertCanReadShareLink(ctx.principal, link);
+    return true;
+  },
   fields: (t) => ({
     port: t.exposeInt('port'),
     mode: t.expose('mode', { type: ShareLinkModeEnum }),

@@ -1,6 +1,6 @@
 // Trigger and TriggerRun (R-TRIG-1): project.triggers, trigger.runs, create/update/pause/delete.
 // Rules live in resolvers/triggers/.
-import { assertCanReadProject } from '../resolvers/auth/authz';
+import { assertCanReadTrigger } from '../resolvers/auth/authz';
 import type { Trigger } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
 import { COMMON_ERRORS } from './errors';
@@ -14,7 +14,7 @@ export const TriggerRef = builder.prismaNode('Trigger', {
   id: { field: 'id' },
   authScopes: (trigger, ctx) => {
     if (!ctx.principal) return false;
-    assertCanReadProject(ctx.principal, { id: trigger.projectId, accountId: trigger.accountId });
+    assertCanReadTrigger(ctx.principal, trigger);
     return true;
   },
   fields: (t) => ({

@@ -66,6 +66,29 @@ export function assertCanReadSandbox(
   assertScope(principal, 'sessions:read');
 }
 
+/** Reading a change request: whoever may read its project. */
+export function assertCanReadChangeRequest(
+  principal: Principal,
+  changeRequest: { projectId: string; accountId: string },
+): void {
+  assertCanReadProject(principal, { id: changeRequest.projectId, accountId: changeRequest.accountId });
+}
+
+/** Reading a trigger (and its runs): whoever may read its project. */
+export function assertCanReadTrigger(
+  principal: Principal,
+  trigger: { projectId: string; accountId: string },
+): void {
+  assertCanReadProject(principal, { id: trigger.projectId, accountId: trigger.accountId });
+}
+
+/** Reading a share link: people of its account with sessions:read; never a sandbox token. */
+export function assertCanReadShareLink(principal: Principal, link: { accountId: string }): void {
+  if (principal.kind === 'SANDBOX') throw forbidden('A sandbox token cannot read share links.');
+  if (principal.accountId !== link.accountId) throw forbidden('That share link belongs to another account.');
+  assertScope(principal, 'sessions:read');
+}
+
 /** Listing or reading tokens: tokens:read (tokens:write implies it: tokens issued before it existed). */
 export function assertCanReadTokens(principal: Principal): asserts principal is HumanPrincipal {
   assertHuman(principal);
