@@ -1,5 +1,6 @@
 // Control-plane API costs, each against a baseline measured in the same run:
-//  1. authenticated trivial query throughput vs a bare graphql-yoga hello-world (goal ≥ 0.8×);
+//  1. authenticated trivial query throughput vs a bare graphql-yoga hello-world (goal ≥ 0.8×), and
+//     beside it the physical floor: plain node:http answering the same JSON;
 //  2. a `sessions(first: 100)` page with project, template, sandbox and lease: SQL statements per
 //     request (goal ≤ 4, independent of page size) and latency vs the hand-written Prisma calls
 //     returning the same rows (goal ≤ 1.5×);
@@ -78,11 +79,35 @@ async function startBareYoga(): Promise<{ url: string; close(): Promise<void> }>
   };
 }
 
+/**
+ * The physical floor: plain node:http answering the JSON a trivial query returns, after reading the
+ * request body as a GraphQL server must. No parsing, validation or execution.
+ */
+async function startHttpFloor(): Promise<{ url: string; close(): Promise<void> }> {
+  const reply = JSON.stringify({ data: { viewer: { kind: 'USER' } } });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) });
+      res.end(reply);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   const repo = createTestRepo({ 'README.md': '# bench\n' });
   const t = await startTestApp({ providers: [instantProvider()] });
   const bare = await startBareYoga();
+  const floor = await startHttpFloor();
   try {
     const db = t.app.services.db;
     const auth = { authorization: `Bearer ${t.adminToken}` };
@@ -95,11 +120,17 @@ export async function run(): Promise<BenchResult[]> {
       body: JSON.stringify({ query: '{ viewer { kind } }' }),
       headers: auth,
     };
-    const totals = { hello: { requests: 0, ms: 0 }, viewer: { requests: 0, ms: 0 } };
+    const floorLoad = { url: floor.url, body: viewerLoad.body };
+    const totals = {
+      hello: { requests: 0, ms: 0 },
+      viewer: { requests: 0, ms: 0 },
+      floor: { requests: 0, ms: 0 },
+    };
     for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
       for (const [key, load] of [
         ['hello', helloLoad],
         ['viewer', viewerLoad],
+        ['floor', floorLoad],
       ] as const) {
         const r = await runLoad({
           ...load,
@@ -120,6 +151,14 @@ export async function run(): Promise<BenchResult[]> {
       unit: 'req/s',
       baseline: Math.round(hello.requestsPerSecond),
       note: `baseline: bare graphql-yoga { hello }; ${THROUGHPUT_CONCURRENCY} keep-alive callers; goal ≥ 0.8×`,
+    });
+    const floorRate = (totals.floor.requests / totals.floor.ms) * 1_000;
+    results.push({
+      name: 'authenticated { viewer { kind } } vs the node:http floor',
+      value: Math.round(viewer.requestsPerSecond),
+      unit: 'req/s',
+      baseline: Math.round(floorRate),
+      note: `baseline: plain node:http answering the same JSON (bare yoga is ${(hello.requestsPerSecond / floorRate).toFixed(2)}× of it)`,
     });
 
     // 2. Seed a page worth of sessions, each with template, sandbox and lease.
@@ -274,6 +313,7 @@ export async function run(): Promise<BenchResult[]> {
     return results;
   } finally {
     await bare.close();
+    await floor.close();
     await t.stop();
   }
 }
