@@ -43,7 +43,7 @@ describe('singulacomp sessions reload', () => {
     s = await startSession(e.t, projectId);
     const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
     workspace = join(e.sandboxDir(sandbox.providerSandboxId!), 'workspace');
-    const pid = e.daemonPid(sandbox.providerSandboxId!);
+    const pid = await e.daemonPid(sandbox.providerSandboxId!);
     sandboxEnv = Object.fromEntries(
       readFileSync(`/proc/${pid}/environ`, 'utf8')
         .split('\0')

@@ -52,7 +52,20 @@ for (const db of ['postgres', 'pglite'] as const) {
     });
     afterAll(async () => t?.stop());
 
+    /**
+     * The page's own statements: the fewest over three requests, since the server's background
+     * loops (reaper, reconciler, job queue) share the counter and can only add to a window.
+     */
     async function statementsFor(first: number): Promise<{ statements: number; log: string[] }> {
+      let best: { statements: number; log: string[] } | null = null;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const measured = await measure(first);
+        if (!best || measured.statements < best.statements) best = measured;
+      }
+      return best!;
+    }
+
+    async function measure(first: number): Promise<{ statements: number; log: string[] }> {
       await t.request(SessionsDocument, { first }); // authenticates and caches the token
       const stats = t.app.services.database.stats;
       stats.log = [];

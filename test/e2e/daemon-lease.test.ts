@@ -1,11 +1,12 @@
 // End to end on the LOCAL provider with real processes: createSession → the real daemon (default
 // entry command) → a real `opencode serve` → RUNNING; telemetry over graphql-ws; a slow turn holds
 // the lease past the idle timeout, the reaper stops the sandbox once the turn ended; a daemon
-// killed mid-turn lets its lease expire and the sandbox is reaped.
+// killed mid-turn ends its sandbox (the entrypoint exits with it) and the session stops.
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSessionDocument, type AgentSessionQuery, TelemetryUpdatesDocument } from '../generated/graphql';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { print } from 'graphql';
@@ -17,7 +18,7 @@ import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 // (TTL several renew intervals, idle timeout longer than a renew interval). The idle timeout also
 // has to cover booting the daemon and OpenCode on a loaded machine: before its first turn a
 // sandbox is idle.
-const IDLE_MS = 20_000;
+const IDLE_MS = 45_000;
 const TTL_MS = 5_000;
 const RENEW_MS = 1_000;
 
@@ -191,6 +192,49 @@ for (const db of ['postgres', 'pglite'] as const) {
       }
       // A backstop above the sum of the steps' own waits: booting OpenCode on a loaded machine,
       // a turn longer than the idle timeout, then the idle timeout again before the reaper acts.
+    }, 600_000);
+
+    test('a daemon killed mid-turn stops renewing and ends its sandbox: the session stops and nothing pins it', async () => {
+      e.stub.setDelayMs(600_000);
+      const s = await startSession(e.t, projectId, { prompt: 'This turn never finishes.' });
+      const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+      const busy = await untilBusy(s, sandbox.providerSandboxId!);
+      const generation = busy.lease!.generation;
+
+      const daemon = await e.daemonPid(sandbox.providerSandboxId!);
+      expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('singulacomp-agent.mjs');
+      process.kill(daemon, 'SIGKILL');
+      const killedAt = Date.now();
+
+      const stopped = await waitFor(
+        async () => {
+          const v = await view(s.sessionId);
+          return v.status === 'STOPPED' ? v : null;
+        },
+        60_000,
+        'the session of the killed daemon to stop',
+      );
+      // The entrypoint exits with its daemon, so the sandbox ends too: whichever notices first stops the
+      // session, the reconciler (its sandbox is gone: PROVIDER) or the reaper (its lease expired).
+      expect(['PROVIDER', 'LEASE_EXPIRED']).toContain(stopped.stopReason);
+      const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
+        where: { sandboxId: s.sandboxId },
+      });
+      if (stopped.stopReason === 'LEASE_EXPIRED') {
+        // Fenced by the reaper one generation on from the daemon's last one, never before expiry + idle.
+        expect(lease.holder).toBe('reaper:LEASE_EXPIRED');
+        expect(lease.generation).toBe(generation + 1);
+        expect(new Date(stopped.stoppedAt!).getTime()).toBeGreaterThanOrEqual(
+          lease.expiresAt.getTime() + IDLE_MS,
+        );
+      }
+      // Nothing renewed it after the daemon died.
+      expect(lease.expiresAt.getTime()).toBeLessThanOrEqual(killedAt + TTL_MS + 500);
+      await waitFor(
+        async () => e.processesIn(sandbox.providerSandboxId!).length === 0,
+        30_000,
+        "the sandbox's processes to end",
+      );
     }, 600_000);
   });
 }

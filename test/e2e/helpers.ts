@@ -7,6 +7,7 @@ import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '..
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
+import { waitFor } from '../support/wait';
 
 /**
  * beforeAll budget: a fresh PGlite runs initdb in WebAssembly on the test's own thread, which takes
@@ -38,7 +39,8 @@ export interface E2e {
   /** Directory of a LOCAL sandbox (workspace/, home/, entry.pid, entry.log). */
   sandboxDir(providerSandboxId: string): string;
   /** Host pid of the sandbox's daemon. */
-  daemonPid(providerSandboxId: string): number;
+  /** Waits for the sandbox's daemon process (the entrypoint starts it a moment after the sandbox). */
+  daemonPid(providerSandboxId: string): Promise<number>;
   /** Processes (pid) whose working directory is inside the sandbox: the daemon and OpenCode. */
   processesIn(providerSandboxId: string): number[];
   stop(): Promise<void>;
@@ -105,18 +107,22 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     stub,
     repo,
     sandboxDir,
-    daemonPid: (id) => {
-      // The entry process is bubblewrap (or the shell) when sandboxes are isolated: find the daemon.
-      const daemon = processesIn(id).find((pid) => {
-        try {
-          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('singulacomp-agent.mjs');
-        } catch {
-          return false;
-        }
-      });
-      if (!daemon) throw new Error(`no daemon process in sandbox ${id}`);
-      return daemon;
-    },
+    daemonPid: (id) =>
+      // The entry process is bubblewrap and then the entrypoint shell, whose command lines name the
+      // daemon's script too: the daemon is the node process that runs it.
+      waitFor(
+        () =>
+          processesIn(id).find((pid) => {
+            try {
+              const [program = '', script = ''] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+              return /(^|\/)node$/.test(program) && script.endsWith('singulacomp-agent.mjs');
+            } catch {
+              return false;
+            }
+          }),
+        30_000,
+        `the daemon process of sandbox ${id}`,
+      ),
     processesIn,
     async stop() {
       // OpenCode runs in its own process group, so a daemon killed by a test leaves it behind.

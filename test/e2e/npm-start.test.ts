@@ -102,7 +102,14 @@ describe('npm start on a fresh data dir runs the main job', () => {
     try {
       // The session's own stream says when the agent can take a turn.
       const states = watch(socket, SessionStatesDocument, { id: sessionId, after: 0 });
-      await waitFor(async () => states.events.some((e) => e.data.sessionUpdated.agentReady), 180_000);
+      await waitFor(async () => states.events.some((e) => e.data.sessionUpdated.agentReady), 180_000).catch(
+        (error: unknown) => {
+          // Where it stood: the session's last event and the server's last lines.
+          throw new Error(
+            `${(error as Error).message}\nlast event: ${JSON.stringify(states.events.at(-1))}\nserver output:\n${server.output().slice(-4_000)}`,
+          );
+        },
+      );
       const ready = states.events.find((e) => e.data.sessionUpdated.agentReady)!.data.sessionUpdated;
       expect(ready.status).toBe('RUNNING');
       const sandboxId = ready.sandbox!.id;
