@@ -11,6 +11,27 @@ import {
   splitArguments,
   splitFlags,
 } from './dockerfile-parser';
+import {
+  AGENT_BINARY,
+  CLI_BINARY,
+  ENTRYPOINT_BINARY,
+  PACKAGE_BIN_DIR,
+  PACKAGE_RUNTIME_DIR,
+  RUNTIME_BIN_DIR,
+  RUNTIME_COMMANDS,
+  RUNTIME_DIR,
+  RUNTIME_PREFIX,
+  runtimeChecksumName,
+  runtimeTarballName,
+} from './runtime-layout';
+
+export {
+  AGENT_BINARY,
+  CLI_BINARY,
+  ENTRYPOINT_BINARY,
+  runtimeChecksumName,
+  runtimeTarballName,
+} from './runtime-layout';
 
 /** Bump when the layer's shape changes so every snapshot key changes with it. */
 export const RUNTIME_LAYER_FORMAT = 1;
@@ -18,10 +39,7 @@ export const RUNTIME_LAYER_FORMAT = 1;
 export const DEFAULT_BASE_IMAGE = 'ubuntu:24.04';
 export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_SERVICE_PORT = 8000;
-export const AGENT_BINARY = '/usr/local/bin/singulacomp-agent';
-export const CLI_BINARY = '/usr/local/bin/singulacomp';
-export const ENTRYPOINT_BINARY = '/usr/local/bin/singulacomp-entrypoint';
-const PREFIX = '/opt/singulacomp';
+const PREFIX = RUNTIME_PREFIX;
 
 /**
  * How the runtime (daemon, CLI, entrypoint and `/opt/singulacomp/runtime/`) gets into the image.
@@ -33,7 +51,8 @@ const PREFIX = '/opt/singulacomp';
  *   `<runtimeBaseUrl>/singulacomp-runtime-<runtimeVersion>-linux-x64.tar.gz` — the same files the
  *   runtime image carries: `runtime/…` (→ /opt/singulacomp/runtime/) and `bin/singulacomp-agent`,
  *   `bin/singulacomp`, `bin/singulacomp-entrypoint` (→ /usr/local/bin/) — verifies its SHA-256
- *   and unpacks it. A tarball rather than `npm install -g`: the binaries are the image's own
+ *   and unpacks it. `npm run build:runtime` (scripts/build-runtime.ts) builds that tarball, its
+ *   `.sha256` and the runtime image's build context; image/runtime-layout.ts names the paths. A tarball rather than `npm install -g`: the binaries are the image's own
  *   (no Node.js needed before they land, no dependency tree resolved at build time), and the pinned
  *   digest makes the bytes that end up in the image a function of the Dockerfile alone.
  */
@@ -41,11 +60,6 @@ export type RuntimeSource = 'image' | 'package';
 
 export const DEFAULT_RUNTIME_IMAGE = 'ghcr.io/singulacomp/runtime';
 export const DEFAULT_RUNTIME_BASE_URL = 'https://downloads.singulacomp.dev/runtime';
-
-/** File name of the runtime tarball for one version (`package` source). */
-export function runtimeTarballName(runtimeVersion: string): string {
-  return `singulacomp-runtime-${runtimeVersion}-linux-x64.tar.gz`;
-}
 
 export interface ComposeSandboxDockerfileOptions {
   /** Version of the SingulaComp runtime (daemon, CLI, entrypoint) baked into the image. */
@@ -229,19 +243,19 @@ export function composeSandboxDockerfile(
           `curl -fsSL --retry 3 -o runtime.tar.gz ${tarballUrl};`,
           runtimeSha256 !== null
             ? `expected=${runtimeSha256};`
-            : `curl -fsSL --retry 3 -o runtime.tar.gz.sha256 ${tarballUrl}.sha256; expected="$(cut -d ' ' -f 1 runtime.tar.gz.sha256)";`,
+            : `curl -fsSL --retry 3 -o runtime.tar.gz.sha256 ${runtimeBaseUrl}/${runtimeChecksumName(runtimeVersion)}; expected="$(cut -d ' ' -f 1 runtime.tar.gz.sha256)";`,
           `actual="$(sha256sum runtime.tar.gz | cut -d ' ' -f 1)";`,
           `if [ "$actual" != "$expected" ]; then echo "singulacomp: ${tarball} has SHA-256 $actual, expected $expected" >&2; exit 1; fi;`,
-          `mkdir -p unpacked ${PREFIX}/runtime;`,
+          `mkdir -p unpacked ${RUNTIME_DIR};`,
           'tar -xzf runtime.tar.gz -C unpacked --no-same-owner;',
-          `cp -R unpacked/runtime/. ${PREFIX}/runtime/;`,
-          'cp unpacked/bin/singulacomp-agent unpacked/bin/singulacomp unpacked/bin/singulacomp-entrypoint /usr/local/bin/;',
+          `cp -R unpacked/${PACKAGE_RUNTIME_DIR}/. ${RUNTIME_DIR}/;`,
+          `cp ${RUNTIME_COMMANDS.map((command) => `unpacked/${PACKAGE_BIN_DIR}/${command}`).join(' ')} ${RUNTIME_BIN_DIR}/;`,
           'cd /; rm -rf "$tmp"',
         ]),
       ]
     : [
-        `COPY --from=${runtimeImage}:${runtimeVersion} ${PREFIX}/runtime/ ${PREFIX}/runtime/`,
-        `COPY --from=${runtimeImage}:${runtimeVersion} ${AGENT_BINARY} ${CLI_BINARY} ${ENTRYPOINT_BINARY} /usr/local/bin/`,
+        `COPY --from=${runtimeImage}:${runtimeVersion} ${RUNTIME_DIR}/ ${RUNTIME_DIR}/`,
+        `COPY --from=${runtimeImage}:${runtimeVersion} ${AGENT_BINARY} ${CLI_BINARY} ${ENTRYPOINT_BINARY} ${RUNTIME_BIN_DIR}/`,
       ];
   // E2B's Dockerfile reader drops backslashes inside RUN and keeps quotes inside ENV values, so the
   // package layer avoids both (echo instead of printf '\n', an unquoted PATH without spaces).

@@ -70,6 +70,8 @@ export interface ServicesConfig {
   fileSharePort: number;
   /** How often each process looks for due schedule triggers. */
   triggerTickMs: number;
+  /** How far a webhook delivery's signed timestamp may be from the server's clock, either way. */
+  webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
   publicUrl: string | null;
 }
@@ -301,6 +303,8 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     tickMs: options.config.triggerTickMs,
+    webhookToleranceSeconds: options.config.webhookToleranceSeconds,
+    now: options.now ? () => new Date(options.now!()) : undefined,
   });
   return {
     db,

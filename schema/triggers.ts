@@ -30,7 +30,8 @@ export const TriggerRef = builder.prismaNode('Trigger', {
     nextFireAt: t.expose('nextFireAt', { type: 'DateTime', nullable: true }),
     webhookUrl: t.string({
       nullable: true,
-      description: 'Where to POST deliveries signed with X-Hub-Signature-256 (WEBHOOK).',
+      description:
+        'Where to POST deliveries (WEBHOOK), with X-SingulaComp-Timestamp (Unix seconds, accepted within the server\'s window, 300 s by default) and X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" keyed with the webhook secret>.',
       resolve: (trigger, _args, ctx) =>
         trigger.kind === 'WEBHOOK'
           ? `${(ctx.services.config.publicUrl ?? '').replace(/\/+$/, '')}/v1/triggers/${trigger.id}/webhook`

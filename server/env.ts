@@ -148,6 +148,8 @@ const variables = z.object({
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
   SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
+  /** Webhook deliveries are accepted while their signed X-SingulaComp-Timestamp is this close to now. */
+  SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
   /** PostgreSQL connections per server process (admission, requests and background jobs share them). */
@@ -282,6 +284,7 @@ const schema = variables.transform((e) => ({
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
+  webhookToleranceSeconds: e.SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS,
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
   database: {

@@ -1,7 +1,11 @@
-// Webhook deliveries for triggers: `POST /v1/triggers/<triggerId>/webhook` with the raw body signed
-// in `X-Hub-Signature-256`. Verification, replay protection and firing are resolvers/triggers/.
+// Webhook deliveries for triggers: `POST /v1/triggers/<triggerId>/webhook` with
+// `X-SingulaComp-Timestamp: <Unix seconds>` and `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of
+// "<timestamp>.<body>">`. Verification, the timestamp window, replay protection and firing are
+// resolvers/triggers/. The answer is JSON `{ code, message, runId, status, sessionId }`; `code` says
+// why a delivery was refused (TIMESTAMP_MISSING, SIGNATURE_INVALID, TIMESTAMP_OUTSIDE_WINDOW,
+// TRIGGER_PAUSED, REPLAYED, CONCURRENT_SESSION_LIMIT, FIRING_FAILED, TRIGGER_NOT_FOUND).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SIGNATURE_HEADER, type TriggerService } from '../resolvers/triggers/triggers';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerService } from '../resolvers/triggers/triggers';
 import type { Logger } from './logger';
 
 const ROUTE = /^\/v1\/triggers\/([^/]+)\/webhook$/;
@@ -28,13 +32,17 @@ export async function handleWebhook(
     chunks.push(chunk);
   }
   try {
-    const header = req.headers[SIGNATURE_HEADER];
-    const outcome = await options.triggers.deliver(
-      triggerId,
-      Array.isArray(header) ? header[0] : header,
-      Buffer.concat(chunks),
-    );
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    const outcome = await options.triggers.deliver(triggerId, {
+      signature: header(SIGNATURE_HEADER),
+      timestamp: header(TIMESTAMP_HEADER),
+      body: Buffer.concat(chunks),
+    });
     reply(outcome.status, {
+      code: outcome.code,
       message: outcome.message,
       runId: outcome.run?.id ?? null,
       status: outcome.run?.status ?? null,

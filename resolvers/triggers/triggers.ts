@@ -2,12 +2,20 @@
 // createSession does (admission, branch cut from baseRef at fire time), recording every firing as a
 // run: SESSION_CREATED with the session, SKIPPED_LIMIT or FAILED with the reason.
 //
-// Webhooks are verified with HMAC-SHA256 over the raw body (`X-Hub-Signature-256: sha256=<hex>`,
-// GitHub's convention). Replays are refused: a delivery's signature is claimed in a unique index
-// before the session is created, so the same signed request never fires twice. Schedules use croner
-// (maintained, dependency-free, seconds and time zones; evaluated in UTC): each process polls for
-// due triggers and advances `nextFireAt` by compare-and-set, and the (trigger, scheduledFor) unique
-// index backs it up, so a due time fires once across the fleet.
+// Webhooks carry `X-SingulaComp-Timestamp: <Unix seconds>` and `X-Hub-Signature-256: sha256=<hex>`,
+// the hex HMAC-SHA256 (key: the trigger's secret) of `<timestamp>.<raw body>`. A delivery is
+// accepted only while its signed timestamp is within ±webhookToleranceSeconds of the server's clock,
+// and its signature is claimed in a replay store (TriggerWebhookDelivery) before the session is
+// created, so the same signed request never fires twice. Outside the window a replay is refused as
+// stale anyway, so each accepted delivery prunes signatures signed more than two tolerances ago (one
+// window plus a margin for requests in flight and clocks of other processes): the store holds at
+// most the deliveries of that span, however long the trigger lives. The timestamp is required: a
+// body-only signature (GitHub's own deliveries) has no time, so refusing its replays would mean
+// remembering it forever.
+//
+// Schedules use croner (maintained, dependency-free, seconds and time zones; evaluated in UTC): each
+// process polls for due triggers and advances `nextFireAt` by compare-and-set, and the (trigger,
+// scheduledFor) unique index backs it up, so a due time fires once across the fleet.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Cron } from 'croner';
 import { GraphQLError } from 'graphql';
@@ -23,6 +31,11 @@ import type { SessionLifecycle } from '../sessions/lifecycle';
 import { requireRefName, requireText } from '../validate';
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';
+export const TIMESTAMP_HEADER = 'x-singulacomp-timestamp';
+const SIGNATURE_HEADER_NAME = 'X-Hub-Signature-256';
+const TIMESTAMP_HEADER_NAME = 'X-SingulaComp-Timestamp';
+/** Default acceptance window of a delivery's signed timestamp, either side of the server's clock. */
+export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS = 300;
 
 export interface TriggerInput {
   name?: string | null;
@@ -40,14 +53,36 @@ export interface TriggerServiceOptions {
   encryptionKey: Buffer;
   /** How often to look for due schedules. @default 5_000 */
   tickMs?: number;
+  /** How far a delivery's signed timestamp may be from now, either way. @default 300 */
+  webhookToleranceSeconds?: number;
   now?: () => Date;
 }
+
+/** What happened to a webhook delivery; the HTTP answer's `code`. */
+export type WebhookCode =
+  | 'SESSION_CREATED'
+  | 'TRIGGER_NOT_FOUND'
+  | 'TIMESTAMP_MISSING'
+  | 'SIGNATURE_INVALID'
+  | 'TIMESTAMP_OUTSIDE_WINDOW'
+  | 'TRIGGER_PAUSED'
+  | 'REPLAYED'
+  | 'CONCURRENT_SESSION_LIMIT'
+  | 'FIRING_FAILED';
 
 /** The outcome of a webhook delivery, for the HTTP answer. */
 export interface WebhookOutcome {
   status: 202 | 401 | 404 | 409 | 429 | 422;
+  code: WebhookCode;
   message: string;
   run: TriggerRun | null;
+}
+
+/** A delivery as received: the two headers (absent: undefined) and the raw body. */
+export interface WebhookDelivery {
+  signature: string | undefined;
+  timestamp: string | undefined;
+  body: Buffer;
 }
 
 export type TriggerService = ReturnType<typeof createTriggerService>;
@@ -56,14 +91,16 @@ function nextRun(schedule: string, after: Date): Date | null {
   return new Cron(schedule, { timezone: 'UTC', paused: true }).nextRun(after);
 }
 
-export function signWebhook(secret: string, body: Buffer | string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+/** `sha256=<hex>` of HMAC-SHA256(secret, `<timestamp>.<body>`), the X-Hub-Signature-256 value. */
+export function signWebhook(secret: string, timestamp: number | string, body: Buffer | string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex')}`;
 }
 
 export function createTriggerService(options: TriggerServiceOptions) {
   const { db, sessions } = options;
   const log = options.logger.child({ module: 'triggers' });
   const now = options.now ?? (() => new Date());
+  const toleranceSeconds = options.webhookToleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   let timer: NodeJS.Timeout | null = null;
   let ticking: Promise<void> | null = null;
 
@@ -231,40 +268,93 @@ export function createTriggerService(options: TriggerServiceOptions) {
       return trigger;
     },
 
-    /** A webhook delivery: verify, refuse replays, fire; every outcome is recorded as a run. */
-    async deliver(triggerId: string, signature: string | undefined, body: Buffer): Promise<WebhookOutcome> {
+    /**
+     * A webhook delivery: check the timestamp's form, the signature over `<timestamp>.<body>`, the
+     * window, then claim the signature against replays and fire. Every outcome past the trigger
+     * lookup is recorded as a run; only SESSION_CREATED creates anything else.
+     */
+    async deliver(triggerId: string, delivery: WebhookDelivery): Promise<WebhookOutcome> {
       const trigger = /^[0-9a-f-]{36}$/i.test(triggerId)
         ? await db.trigger.findUnique({ where: { id: triggerId.toLowerCase() } })
         : null;
       if (trigger?.kind !== 'WEBHOOK' || !trigger.webhookSecretEnc) {
-        return { status: 404, message: 'No webhook trigger at this URL.', run: null };
+        return {
+          status: 404,
+          code: 'TRIGGER_NOT_FOUND',
+          message: 'No webhook trigger at this URL.',
+          run: null,
+        };
       }
-      const record = (reason: string) =>
-        db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason } });
+      const refuse = async (
+        status: WebhookOutcome['status'],
+        code: WebhookCode,
+        reason: string,
+      ): Promise<WebhookOutcome> => {
+        const run = await db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason } });
+        return { status, code, message: reason, run };
+      };
+      const timestamp = delivery.timestamp?.trim() ?? '';
+      if (!/^\d{1,12}$/.test(timestamp)) {
+        return refuse(
+          401,
+          'TIMESTAMP_MISSING',
+          `Missing or malformed ${TIMESTAMP_HEADER_NAME} header: send the Unix time in seconds and sign "<timestamp>.<body>".`,
+        );
+      }
       const expected = Buffer.from(
-        signWebhook(decrypt(options.encryptionKey, trigger.webhookSecretEnc), body),
+        signWebhook(decrypt(options.encryptionKey, trigger.webhookSecretEnc), timestamp, delivery.body),
       );
-      const given = Buffer.from(signature ?? '');
+      const given = Buffer.from(delivery.signature ?? '');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        const run = await record(`Bad or missing ${SIGNATURE_HEADER} signature.`);
-        return { status: 401, message: run.reason!, run };
+        return refuse(
+          401,
+          'SIGNATURE_INVALID',
+          `Bad or missing ${SIGNATURE_HEADER_NAME} signature (HMAC-SHA256 of "<timestamp>.<body>").`,
+        );
       }
-      if (trigger.paused) {
-        const run = await record('The trigger is paused.');
-        return { status: 409, message: run.reason!, run };
+      const signedAt = Number(timestamp);
+      const nowSeconds = Math.floor(now().getTime() / 1000);
+      const skew = nowSeconds - signedAt;
+      if (Math.abs(skew) > toleranceSeconds) {
+        return refuse(
+          401,
+          'TIMESTAMP_OUTSIDE_WINDOW',
+          `${TIMESTAMP_HEADER_NAME} is ${Math.abs(skew)} s in the ${skew > 0 ? 'past' : 'future'}; deliveries are accepted within ${toleranceSeconds} s of the server's clock.`,
+        );
       }
+      if (trigger.paused) return refuse(409, 'TRIGGER_PAUSED', 'The trigger is paused.');
+      // A signature signed before the window's start can no longer pass it: forget it. The cutoff is
+      // one more tolerance back, so a replay that passed the window check a moment ago in this or
+      // another process (whose clock may differ a little) still finds its signature here.
+      await db.triggerWebhookDelivery.deleteMany({
+        where: { signedAt: { lt: new Date((nowSeconds - 2 * toleranceSeconds) * 1000) } },
+      });
       let claimed: TriggerRun;
       try {
-        claimed = await db.triggerRun.create({
-          data: { triggerId: trigger.id, status: 'FAILED', reason: 'firing', signature: signature! },
-        });
-      } catch {
-        const run = await record('Replayed delivery: this signed request was already received.');
-        return { status: 409, message: run.reason!, run };
+        // One transaction: the signature is claimed exactly when the run that fires it exists.
+        [, claimed] = await db.$transaction([
+          db.triggerWebhookDelivery.create({
+            data: {
+              triggerId: trigger.id,
+              signature: delivery.signature!,
+              signedAt: new Date(signedAt * 1000),
+            },
+          }),
+          db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason: 'firing' } }),
+        ]);
+      } catch (error) {
+        const unique =
+          (error as { code?: string }).code === 'P2002' ||
+          /unique constraint/i.test(String((error as Error).message));
+        if (!unique) throw error;
+        return refuse(409, 'REPLAYED', 'Replayed delivery: this signed request was already received.');
       }
       const run = await fire(trigger, claimed.id);
-      if (run.status === 'SESSION_CREATED') return { status: 202, message: 'Session created.', run };
-      return { status: run.status === 'SKIPPED_LIMIT' ? 429 : 422, message: run.reason ?? run.status, run };
+      if (run.status === 'SESSION_CREATED')
+        return { status: 202, code: 'SESSION_CREATED', message: 'Session created.', run };
+      return run.status === 'SKIPPED_LIMIT'
+        ? { status: 429, code: 'CONCURRENT_SESSION_LIMIT', message: run.reason ?? run.status, run }
+        : { status: 422, code: 'FIRING_FAILED', message: run.reason ?? run.status, run };
     },
 
     tick,

@@ -48,4 +48,14 @@ describe('parseEnv', () => {
     expect(env.idleTimeoutMs).toBe(15 * 60_000);
     expect(env.graphiql).toBe(true);
   });
+
+  it('reads the webhook window in seconds: 300 by default, a positive whole number otherwise', () => {
+    expect(parseEnv({}).webhookToleranceSeconds).toBe(300);
+    expect(parseEnv({ SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: '60' }).webhookToleranceSeconds).toBe(60);
+    for (const value of ['0', '-5', '1.5', 'soon']) {
+      expect(() => parseEnv({ SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: value })).toThrow(
+        /SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS:/,
+      );
+    }
+  });
 });

@@ -4,6 +4,7 @@
 import { print } from 'graphql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createHmac } from 'node:crypto';
 import { signWebhook } from '../../resolvers/triggers/triggers';
 import {
   CreateProjectDocument,
@@ -12,12 +13,15 @@ import {
   TriggerRunsDocument,
 } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
+import { createTestClock } from '../support/clock';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { createTestRepo, type TestRepo } from '../support/git';
 import { type ServerProcess, postGraphql, startServerProcess } from '../support/server-process';
 import { waitFor } from '../support/wait';
 
 describe('webhook triggers', () => {
+  const TOLERANCE = 300;
+  const clock = createTestClock();
   let t: TestApp;
   let repo: TestRepo;
   let projectId: string;
@@ -25,15 +29,32 @@ describe('webhook triggers', () => {
   let globalId: string;
   let secret: string;
 
-  const deliver = (body: string, signature: string | null) =>
-    fetch(`${t.url}/v1/triggers/${triggerId}/webhook`, {
+  const nowSeconds = () => Math.floor(clock.now() / 1000);
+  const deliver = async (
+    body: string,
+    headers: { signature?: string | null; timestamp?: number | string | null },
+  ) => {
+    const response = await fetch(`${t.url}/v1/triggers/${triggerId}/webhook`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        ...(signature ? { 'x-hub-signature-256': signature } : {}),
+        ...(headers.signature != null ? { 'x-hub-signature-256': headers.signature } : {}),
+        ...(headers.timestamp != null ? { 'x-singulacomp-timestamp': String(headers.timestamp) } : {}),
       },
       body,
     });
+    const answer = (await response.json()) as {
+      code: string;
+      message: string;
+      status: string | null;
+      sessionId: string | null;
+      runId: string | null;
+    };
+    return { http: response.status, ...answer };
+  };
+  /** A delivery signed as documented: HMAC-SHA256 of `<timestamp>.<body>`. */
+  const signed = (body: string, timestamp = nowSeconds()) =>
+    deliver(body, { timestamp, signature: signWebhook(secret, timestamp, body) });
   const runs = async () => {
     const res = await t.request(TriggerRunsDocument, { id: globalId });
     const node = res.data?.node as {
@@ -42,9 +63,45 @@ describe('webhook triggers', () => {
     return node.runs!.edges.map((e) => e.node);
   };
   const sessionCount = () => t.app.services.db.session.count({ where: { projectId } });
+  /** The replay store's rows for this trigger. */
+  const remembered = async () =>
+    (
+      await t.app.services.db.triggerWebhookDelivery.findMany({
+        where: { triggerId },
+        orderBy: { signedAt: 'asc' },
+      })
+    ).map((row) => ({ signature: row.signature, signedAt: row.signedAt.getTime() / 1000 }));
+
+  /** A refused delivery: its answer, one FAILED run recording it, and no session or remembered signature. */
+  async function expectRefused(
+    delivery: () => Promise<Awaited<ReturnType<typeof deliver>>>,
+    expected: { http: number; code: string; reason: string | RegExp },
+  ): Promise<void> {
+    const sessionsBefore = await sessionCount();
+    const storeBefore = await remembered();
+    const runsBefore = (await runs()).length;
+    const answer = await delivery();
+    expect(answer).toMatchObject({
+      http: expected.http,
+      code: expected.code,
+      status: 'FAILED',
+      sessionId: null,
+    });
+    expect(answer.message).toMatch(expected.reason);
+    expect(await sessionCount()).toBe(sessionsBefore);
+    expect(await remembered()).toEqual(storeBefore);
+    const after = await runs();
+    expect(after).toHaveLength(runsBefore + 1);
+    expect(after[0]).toMatchObject({ status: 'FAILED', sessionId: null, reason: answer.message });
+    const row = await t.app.services.db.triggerRun.findUniqueOrThrow({ where: { id: answer.runId! } });
+    expect(row).toMatchObject({ status: 'FAILED', sessionId: null, reason: answer.message });
+  }
 
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startTestApp({
+      now: clock.now,
+      env: { SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE) },
+    });
     repo = createTestRepo({ 'README.md': '# triggers\n' });
     const res = await t.request(CreateProjectDocument, {
       input: { name: 'triggers', repositoryUrl: repo.url },
@@ -64,57 +121,146 @@ describe('webhook triggers', () => {
   }, 240_000);
   afterAll(async () => t?.stop());
 
-  test('a signed delivery creates a session on its own branch, cut from baseRef at fire time', async () => {
+  test('the signature is the documented HMAC-SHA256 of "<timestamp>.<body>"', () => {
+    const body = '{"a":1}';
+    expect(signWebhook('key', 1_700_000_000, body)).toBe(
+      `sha256=${createHmac('sha256', 'key').update(`1700000000.${body}`).digest('hex')}`,
+    );
+  });
+
+  test('a fresh signed delivery creates a session on its own branch, cut from baseRef at fire time', async () => {
     const head = repo.commit({ 'later.txt': 'after the trigger was created\n' }, 'later');
     const body = JSON.stringify({ ref: 'refs/heads/main', after: head, n: 1 });
-    const response = await deliver(body, signWebhook(secret, body));
-    const answer = (await response.json()) as { status: string; sessionId: string };
-    expect(response.status).toBe(202);
-    expect(answer.status).toBe('SESSION_CREATED');
-    const session = await t.app.services.db.session.findUniqueOrThrow({ where: { id: answer.sessionId } });
+    const timestamp = nowSeconds();
+    const answer = await signed(body, timestamp);
+    expect(answer).toMatchObject({ http: 202, code: 'SESSION_CREATED', status: 'SESSION_CREATED' });
+    const session = await t.app.services.db.session.findUniqueOrThrow({ where: { id: answer.sessionId! } });
     expect(session).toMatchObject({
       branchName: answer.sessionId,
       baseRef: 'main',
       baseCommit: head,
       prompt: 'Triage the push',
     });
-    expect(repo.branches()[answer.sessionId]).toBe(head);
+    expect(repo.branches()[answer.sessionId!]).toBe(head);
     expect((await runs())[0]).toMatchObject({ status: 'SESSION_CREATED', sessionId: answer.sessionId });
+    expect(await remembered()).toContainEqual({
+      signature: signWebhook(secret, timestamp, body),
+      signedAt: timestamp,
+    });
   }, 60_000);
 
   test('a bad or missing signature is recorded and creates nothing', async () => {
-    const before = await sessionCount();
     const body = JSON.stringify({ n: 2 });
-    expect((await deliver(body, signWebhook('not-the-secret', body))).status).toBe(401);
-    expect((await deliver(body, null)).status).toBe(401);
-    expect(await sessionCount()).toBe(before);
-    expect((await runs()).slice(0, 2)).toEqual([
-      expect.objectContaining({
-        status: 'FAILED',
-        sessionId: null,
-        reason: expect.stringContaining('signature'),
-      }),
-      expect.objectContaining({
-        status: 'FAILED',
-        sessionId: null,
-        reason: expect.stringContaining('signature'),
-      }),
-    ]);
+    const timestamp = nowSeconds();
+    await expectRefused(
+      () => deliver(body, { timestamp, signature: signWebhook('not-the-secret', timestamp, body) }),
+      { http: 401, code: 'SIGNATURE_INVALID', reason: /signature/ },
+    );
+    await expectRefused(() => deliver(body, { timestamp, signature: null }), {
+      http: 401,
+      code: 'SIGNATURE_INVALID',
+      reason: /signature/,
+    });
+    // Signed for another timestamp than the one sent: the timestamp cannot be moved.
+    await expectRefused(
+      () => deliver(body, { timestamp, signature: signWebhook(secret, timestamp - 1, body) }),
+      { http: 401, code: 'SIGNATURE_INVALID', reason: /signature/ },
+    );
   }, 60_000);
 
-  test('a replayed delivery is recorded and creates nothing', async () => {
-    const body = JSON.stringify({ n: 3 });
-    const signature = signWebhook(secret, body);
-    expect((await deliver(body, signature)).status).toBe(202);
-    const before = await sessionCount();
-    const replay = await deliver(body, signature);
-    expect(replay.status).toBe(409);
-    expect(await sessionCount()).toBe(before);
-    expect((await runs())[0]).toMatchObject({
-      status: 'FAILED',
-      sessionId: null,
-      reason: expect.stringContaining('Replayed'),
-    });
+  test('a missing or malformed timestamp is refused, recorded and creates nothing, even with a body-only signature', async () => {
+    const body = JSON.stringify({ n: 5 });
+    const bodyOnly = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+    for (const timestamp of [null, '', 'yesterday', '1.7e9', String(-nowSeconds())]) {
+      await expectRefused(() => deliver(body, { timestamp, signature: bodyOnly }), {
+        http: 401,
+        code: 'TIMESTAMP_MISSING',
+        reason: /Missing or malformed X-SingulaComp-Timestamp header/,
+      });
+    }
+  }, 60_000);
+
+  test('a stale or a future timestamp, correctly signed, is refused, recorded and creates nothing', async () => {
+    clock.freeze();
+    try {
+      await expectRefused(() => signed(JSON.stringify({ n: 6 }), nowSeconds() - TOLERANCE - 1), {
+        http: 401,
+        code: 'TIMESTAMP_OUTSIDE_WINDOW',
+        reason: `X-SingulaComp-Timestamp is ${TOLERANCE + 1} s in the past; deliveries are accepted within ${TOLERANCE} s of the server's clock.`,
+      });
+      await expectRefused(() => signed(JSON.stringify({ n: 7 }), nowSeconds() + TOLERANCE + 1), {
+        http: 401,
+        code: 'TIMESTAMP_OUTSIDE_WINDOW',
+        reason: `X-SingulaComp-Timestamp is ${TOLERANCE + 1} s in the future; deliveries are accepted within ${TOLERANCE} s of the server's clock.`,
+      });
+    } finally {
+      clock.resume();
+    }
+  }, 60_000);
+
+  test('a replay inside the window is recorded and creates nothing', async () => {
+    clock.freeze();
+    try {
+      // At the window's edge: accepted once, then refused as a replay however often it comes back.
+      const body = JSON.stringify({ n: 3 });
+      const timestamp = nowSeconds() - TOLERANCE;
+      const first = await signed(body, timestamp);
+      expect(first).toMatchObject({ http: 202, code: 'SESSION_CREATED' });
+      for (let i = 0; i < 2; i++) {
+        await expectRefused(() => signed(body, timestamp), {
+          http: 409,
+          code: 'REPLAYED',
+          reason: /^Replayed delivery/,
+        });
+      }
+      const store = await remembered();
+      expect(store.filter((row) => row.signature === signWebhook(secret, timestamp, body))).toEqual([
+        { signature: signWebhook(secret, timestamp, body), signedAt: timestamp },
+      ]);
+    } finally {
+      clock.resume();
+    }
+  }, 60_000);
+
+  test('the replay store forgets signatures once they are out of the window, and their replays are refused as stale', async () => {
+    clock.freeze();
+    try {
+      const oldBody = JSON.stringify({ n: 8 });
+      const oldAt = nowSeconds();
+      expect(await signed(oldBody, oldAt)).toMatchObject({ http: 202, code: 'SESSION_CREATED' });
+      expect((await remembered()).map((row) => row.signedAt)).toContain(oldAt);
+
+      clock.advance((2 * TOLERANCE + 1) * 1000);
+      // Still remembered until an accepted delivery prunes, and refused by the window meanwhile.
+      await expectRefused(() => signed(oldBody, oldAt), {
+        http: 401,
+        code: 'TIMESTAMP_OUTSIDE_WINDOW',
+        reason: /s in the past/,
+      });
+      const freshAt = nowSeconds();
+      expect(await signed(JSON.stringify({ n: 9 }), freshAt)).toMatchObject({
+        http: 202,
+        code: 'SESSION_CREATED',
+      });
+      const store = await remembered();
+      expect(store).toEqual([
+        { signature: signWebhook(secret, freshAt, JSON.stringify({ n: 9 })), signedAt: freshAt },
+      ]);
+      // The store of the whole table, not just this trigger, holds nothing older than two windows.
+      expect(
+        await t.app.services.db.triggerWebhookDelivery.count({
+          where: { signedAt: { lt: new Date((freshAt - 2 * TOLERANCE) * 1000) } },
+        }),
+      ).toBe(0);
+      // A replay of the pruned signature is still refused: by the window.
+      await expectRefused(() => signed(oldBody, oldAt), {
+        http: 401,
+        code: 'TIMESTAMP_OUTSIDE_WINDOW',
+        reason: /s in the past/,
+      });
+    } finally {
+      clock.resume();
+    }
   }, 60_000);
 
   test('a firing over the concurrent-session limit is recorded as SKIPPED_LIMIT and creates nothing', async () => {
@@ -129,9 +275,8 @@ describe('webhook triggers', () => {
     });
     try {
       const before = await sessionCount();
-      const body = JSON.stringify({ n: 4 });
-      const response = await deliver(body, signWebhook(secret, body));
-      expect(response.status).toBe(429);
+      const answer = await signed(JSON.stringify({ n: 4 }));
+      expect(answer).toMatchObject({ http: 429, code: 'CONCURRENT_SESSION_LIMIT', sessionId: null });
       expect(await sessionCount()).toBe(before);
       expect((await runs())[0]).toMatchObject({
         status: 'SKIPPED_LIMIT',
