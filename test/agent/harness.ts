@@ -205,7 +205,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     eventBackoff: { initialMs: 50, maxMs: 1_000 },
     stopGraceMs: 3_000,
     shutdownTimeoutMs: 10_000,
-    reloadValidateTimeoutMs: 20_000,
+    reloadValidateTimeoutMs: 20_000 * WAIT_SCALE,
     logLevel: process.env.AGENT_TEST_LOG ?? 'silent',
     ...options.agent,
   });
