@@ -80,8 +80,6 @@ export interface AgentOptions {
   reloadValidateTimeoutMs?: number;
   /** Memory/load/disk/RSS readers; unspecified ones read /proc, cgroupfs and statfs. */
   readers?: Partial<SystemReaders>;
-  /** @default 'sqlite3' */
-  sqliteBin?: string;
   /** API retry tuning. */
   apiMaxAttempts?: number;
   logger?: Logger;
@@ -160,7 +158,6 @@ export class Agent {
       stopGraceMs: options.stopGraceMs ?? 5_000,
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? 15_000,
       reloadValidateTimeoutMs: options.reloadValidateTimeoutMs ?? 60_000,
-      sqliteBin: options.sqliteBin ?? 'sqlite3',
       apiMaxAttempts: options.apiMaxAttempts ?? 5,
       logLevel: options.logLevel ?? 'info',
     };
@@ -233,7 +230,6 @@ export class Agent {
       logger: this.log,
       home: o.home,
       keepPerSession: o.keepAttachmentsPerSession,
-      sqlite: { bin: o.sqliteBin },
     });
     this.reloader = new Reloader({
       api: this.api,

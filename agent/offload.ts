@@ -13,7 +13,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from './logger';
-import { runSqlite, type SqliteOptions, sqlString } from './sqlite';
+import { runSqlite, type SqlStatement, type SqliteOptions, writeSqlite } from './sqlite';
 
 /** A 1×1 transparent PNG. */
 export const PLACEHOLDER_PNG_DATA_URL =
@@ -145,6 +145,7 @@ export class Offloader {
            OR (json_extract(data, '$.type') = 'tool'
                AND (json_extract(data, '$.state.time.compacted') IS NOT NULL OR instr(data, '"url":"data:') > 0))
         ORDER BY session_id, time_created DESC, id DESC;`,
+      [],
       this.options.sqlite,
     );
 
@@ -233,17 +234,17 @@ export class Offloader {
       result.bytes += bytes.length;
     }
 
-    const statements = ['BEGIN IMMEDIATE;'];
+    const statements: SqlStatement[] = [];
     for (const [partId, data] of changed) {
-      const json = sqlString(JSON.stringify(data));
-      statements.push(`UPDATE part SET data = ${json} WHERE id = ${sqlString(partId)};`);
-      statements.push(
-        `UPDATE event SET data = json_set(data, '$.part', json(${json}))
-          WHERE type LIKE 'message.part.updated%' AND json_extract(data, '$.part.id') = ${sqlString(partId)};`,
-      );
+      const json = JSON.stringify(data);
+      statements.push({ sql: 'UPDATE part SET data = ? WHERE id = ?', params: [json, partId] });
+      statements.push({
+        sql: `UPDATE event SET data = json_set(data, '$.part', json(?))
+          WHERE type LIKE 'message.part.updated%' AND json_extract(data, '$.part.id') = ?`,
+        params: [json, partId],
+      });
     }
-    statements.push('COMMIT;');
-    await runSqlite(db, statements.join('\n'), this.options.sqlite);
+    await writeSqlite(db, statements, this.options.sqlite);
     result.parts = changed.size;
     this.log.info({ ...result, db }, 'attachments offloaded');
     return result;

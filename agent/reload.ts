@@ -1,5 +1,7 @@
 // R-AG-7: replaces the OpenCode runtime only after the replacement is healthy, reporting every
-// phase through reportReloadPhase. A reload ends the current turn.
+// phase through reportReloadPhase. A reload ends the current turn. The replacement proves itself on
+// a temporary port while the old runtime still serves; after the swap OpenCode moves back to its
+// configured port (see moveToConfiguredPort).
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -106,12 +108,13 @@ export class Reloader {
     track: { phase: ReloadPhaseName },
     phase: ReloadPhaseName,
     work: () => Promise<T>,
+    note?: (value: T) => string | undefined,
   ): Promise<T> {
     track.phase = phase;
     await this.report(reloadId, phase, 'STARTED');
     try {
       const value = await work();
-      await this.report(reloadId, phase, 'SUCCEEDED');
+      await this.report(reloadId, phase, 'SUCCEEDED', note?.(value));
       return value;
     } catch (error) {
       const message = (error as Error).message;
@@ -132,6 +135,58 @@ export class Reloader {
     } catch (error) {
       this.log.warn({ err: (error as Error).message, reloadId, phase }, 'reportReloadPhase failed');
     }
+  }
+
+  /** Healthy, and loads its config: OpenCode answers /global/health even when its config fails its own schema. */
+  private async validate(proc: OpencodeProcess): Promise<void> {
+    await proc.waitHealthy(this.options.validateTimeoutMs, this.options.healthPollMs);
+    try {
+      await proc.client.config();
+    } catch (error) {
+      throw new Error(`the replacement cannot load its config: ${(error as Error).message}`);
+    }
+  }
+
+  /** Ends the turns on the current runtime, makes `next` the supervised one and stops the old one. */
+  private async swapTo(next: OpencodeProcess): Promise<void> {
+    const { supervisor, tracker } = this.options;
+    const old = supervisor.current;
+    for (const id of tracker.inFlight()) await old?.client.abort(id).catch(() => false);
+    supervisor.swap(next);
+    tracker.endAll('idle');
+    this.options.onSwap(next);
+    await old?.stop(this.options.stopGraceMs);
+  }
+
+  /**
+   * OpenCode keeps its configured port across reloads (the image contract is `--port 4096`). The
+   * validated replacement serves from its temporary port while a second one starts on the configured
+   * port, which the stopped old runtime freed; once that one is healthy with its config, it takes
+   * over. Should it fail, the validated replacement keeps serving and the supervisor's next restart
+   * returns to the configured port.
+   */
+  private async moveToConfiguredPort(
+    serving: OpencodeProcess,
+    bin: string,
+  ): Promise<{ serving: OpencodeProcess; note?: string }> {
+    const { supervisor } = this.options;
+    if (serving.port === supervisor.port) return { serving };
+    const settled = supervisor.spawnRuntime(supervisor.port, bin);
+    try {
+      await this.validate(settled);
+    } catch (error) {
+      await settled.stop(this.options.stopGraceMs);
+      const note = `OpenCode serves on port ${serving.port} until its next restart: port ${supervisor.port} did not come up (${(error as Error).message})`;
+      this.log.warn({ port: supervisor.port, temporaryPort: serving.port }, note);
+      return { serving, note };
+    }
+    if (supervisor.current !== serving || supervisor.stopped) {
+      // The replacement died (the supervisor restarts on the configured port) or the daemon stops.
+      await settled.stop(this.options.stopGraceMs);
+      return { serving: supervisor.current ?? serving };
+    }
+    await this.swapTo(settled);
+    return { serving: settled };
   }
 
   private async run(request: ReloadRequest): Promise<ReloadOutcome> {
@@ -164,33 +219,30 @@ export class Reloader {
       await this.phase(reloadId, track, 'COMPILE_AGENT_CONFIG', () =>
         compileAgentConfig(this.options.configDir),
       );
+      const bin = this.options.replacementBin?.() ?? supervisor.bin;
       await this.phase(reloadId, track, 'APPLY_RUNTIME', async () => {
-        const port = await freePort();
-        replacement = supervisor.spawnRuntime(port, this.options.replacementBin?.() ?? supervisor.bin);
+        // The old runtime still holds the configured port: the replacement proves itself on a free one.
+        replacement = supervisor.spawnRuntime(await freePort(), bin);
       });
       await this.phase(reloadId, track, 'VALIDATE_RUNTIME', async () => {
-        await replacement!.waitHealthy(this.options.validateTimeoutMs, this.options.healthPollMs);
-        // OpenCode answers /global/health even when its config fails its own schema (the error only
-        // shows on the first instance request), so a replacement is healthy once its config loads.
-        try {
-          await replacement!.client.config();
-        } catch (error) {
-          throw new Error(`the replacement cannot load its config: ${(error as Error).message}`);
-        }
+        await this.validate(replacement!);
       });
       // Healthy replacement: end the current turn on the old runtime, swap, stop the old one.
       const fresh = replacement as unknown as OpencodeProcess;
-      const old = supervisor.current;
-      for (const id of tracker.inFlight()) await old?.client.abort(id).catch(() => false);
-      supervisor.swap(fresh);
       replacement = null;
-      tracker.endAll('idle');
-      this.options.onSwap(fresh);
-      await old?.stop(this.options.stopGraceMs);
-      await this.phase(reloadId, track, 'CONFIRM_CONFIG', async () => {
-        await fresh.client.config();
-      });
-      const outcome: ReloadOutcome = { reloadId, ok: true };
+      await this.swapTo(fresh);
+      const { note } = await this.phase(
+        reloadId,
+        track,
+        'CONFIRM_CONFIG',
+        async () => {
+          const moved = await this.moveToConfiguredPort(fresh, bin);
+          await moved.serving.client.config();
+          return moved;
+        },
+        (moved) => moved.note,
+      );
+      const outcome: ReloadOutcome = { reloadId, ok: true, ...(note ? { message: note } : {}) };
       this.outcomes.push(outcome);
       return outcome;
     } catch (error) {

@@ -62,6 +62,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.stopping.signal.aborted;
   }
 
+  /** The port OpenCode is configured to listen on (4096 in images; the provider's choice locally). */
+  get port(): number {
+    return this.options.port;
+  }
+
   /** claimBootstrap → opencode serve → healthy → HEALTHY → initial prompt. */
   async boot(): Promise<void> {
     this.bootstrap = await this.claim();

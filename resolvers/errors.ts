@@ -61,6 +61,21 @@ export class LeaseFencedError extends DomainError {
   override readonly code: string = 'LEASE_FENCED';
 }
 
+/** Thrown when an invitation token was already redeemed (single use). */
+export class InvitationUsedError extends DomainError {
+  override readonly code: string = 'INVITATION_USED';
+}
+
+/** Thrown when an invitation token is past its expiry. */
+export class InvitationExpiredError extends DomainError {
+  override readonly code: string = 'INVITATION_EXPIRED';
+}
+
+/** Thrown when the caller already belongs to an account other than the invitation's. */
+export class InvitationWrongAccountError extends DomainError {
+  override readonly code: string = 'INVITATION_WRONG_ACCOUNT';
+}
+
 export function unauthenticated(message = 'Authentication required: send Authorization: Bearer <token>.') {
   return new GraphQLError(message, { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
 }

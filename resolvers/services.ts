@@ -140,7 +140,7 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db, tokens });
-  const members = createMemberService({ db, tokens });
+  const members = createMemberService({ db, tokens, now: options.now });
   const projects = createProjectService({
     db,
     encryptionKey: options.keys.encryption,

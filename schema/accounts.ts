@@ -1,12 +1,19 @@
-// Account, User, Viewer; updateAccount, createAccount (instance admin), addMember and removeMember
-// (account admins). Rules live in resolvers/accounts/.
+// Account, User, Viewer, Invitation, ServiceAccount; updateAccount, createAccount (instance admin),
+// addMember, removeMember and createInvitation (account admins), acceptInvitation (a new user, with
+// the invitation's token). Rules live in resolvers/accounts/.
 import { sessionLimit } from '../resolvers/accounts/limits';
 import { assertScope } from '../resolvers/auth/authz';
 import type { Principal } from '../resolvers/auth/principal';
-import type { Account, User } from '../prisma/generated/client/client';
+import { INVITATION_DEFAULT_HOURS, INVITATION_MAX_HOURS } from '../resolvers/accounts/members';
+import type { Account, Invitation, User } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
 import { AccountTierEnum, TokenKindEnum, UserRoleEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
+import {
+  InvitationExpiredError,
+  InvitationUsedError,
+  InvitationWrongAccountError,
+} from '../resolvers/errors';
 
 export const AccountRef = builder.prismaObject('Account', {
   fields: (t) => ({
@@ -22,6 +29,22 @@ export const AccountRef = builder.prismaObject('Account', {
       description: 'Every user of the account, oldest first.',
       authScopes: { human: true },
       resolve: (query, account, _args, ctx) => ctx.services.members.list(ctx.principal!, account.id, query),
+    }),
+    invitations: t.prismaField({
+      type: ['Invitation'],
+      description:
+        "Account admins: the account's invitations, newest first (their tokens are never shown again).",
+      authScopes: { human: true },
+      resolve: (query, account, _args, ctx) =>
+        ctx.services.members.listInvitations(ctx.principal!, account.id, query),
+    }),
+    serviceAccounts: t.prismaField({
+      type: ['ServiceAccount'],
+      description:
+        'Named principals of the account that hold singulacomp_sa_ tokens (createServiceAccountToken), by name.',
+      authScopes: { human: true },
+      resolve: (query, account, _args, ctx) =>
+        ctx.services.members.listServiceAccounts(ctx.principal!, account.id, query),
     }),
     liveSessionCount: t.int({
       description: 'Sessions counting against the limit now (PROVISIONING or RUNNING).',
@@ -41,6 +64,38 @@ export const UserRef = builder.prismaObject('User', {
       description: 'The instance admin (the bootstrap user) creates accounts.',
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+export const InvitationRef = builder.prismaObject('Invitation', {
+  description: 'An invitation to join an account; its one-time token was shown once, at creation.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    email: t.exposeString('email'),
+    role: t.expose('role', { type: UserRoleEnum }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    acceptedAt: t.expose('acceptedAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+builder.prismaObject('ServiceAccount', {
+  description: 'A named principal of an account holding singulacomp_sa_ tokens.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    activeTokenCount: t.int({
+      description: 'Tokens of this service account that are neither revoked nor expired.',
+      resolve: (sa, _args, ctx) =>
+        ctx.services.db.token.count({
+          where: {
+            serviceAccountId: sa.id,
+            revokedAt: null,
+            OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }],
+          },
+        }),
+    }),
   }),
 });
 
@@ -222,5 +277,74 @@ builder.mutationField('removeMember', (t) =>
     resolve: async (_root, { input }, ctx) => ({
       member: await ctx.services.members.remove(ctx.principal!, { userId: String(input.userId) }),
     }),
+  }),
+);
+
+// --- createInvitation (account admins) / acceptInvitation (a new user) ----------------------------
+
+const CreateInvitationInput = builder.inputType('CreateInvitationInput', {
+  fields: (t) => ({
+    email: t.string({ description: 'The invited person; no user may hold this email yet.' }),
+    role: t.field({ type: UserRoleEnum, required: false, description: 'Default: MEMBER.' }),
+    expiresInHours: t.int({
+      required: false,
+      description: `Default: ${INVITATION_DEFAULT_HOURS}; 1 to ${INVITATION_MAX_HOURS}.`,
+    }),
+  }),
+});
+
+const CreateInvitationSuccess = builder
+  .objectRef<{ invitation: Invitation; secret: string }>('CreateInvitationSuccess')
+  .implement({
+    fields: (t) => ({
+      invitation: t.field({ type: InvitationRef, resolve: (p) => p.invitation }),
+      secret: t.exposeString('secret', {
+        description:
+          'The one-time invitation token (singulacomp_inv_…) to hand to the invited person. Shown once; only its hash is stored.',
+      }),
+    }),
+  });
+
+builder.mutationField('createInvitation', (t) =>
+  t.field({
+    type: CreateInvitationSuccess,
+    description: "Account admins: invites a new user into the caller's account with a one-time token.",
+    authScopes: { human: true },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: CreateInvitationInput }) },
+    resolve: (_root, { input }, ctx) => ctx.services.members.invite(ctx.principal!, input),
+  }),
+);
+
+const AcceptInvitationInput = builder.inputType('AcceptInvitationInput', {
+  fields: (t) => ({
+    secret: t.string({ description: 'The invitation token from createInvitation.' }),
+    name: t.string({ description: "The new user's display name." }),
+  }),
+});
+
+const AcceptInvitationSuccess = builder
+  .objectRef<{ member: User; account: Account; secret: string }>('AcceptInvitationSuccess')
+  .implement({
+    fields: (t) => ({
+      member: t.field({ type: UserRef, resolve: (p) => p.member }),
+      account: t.field({ type: AccountRef, resolve: (p) => p.account }),
+      secret: t.exposeString('secret', {
+        description: "The new user's first personal access token. Shown once; only its hash is stored.",
+      }),
+    }),
+  });
+
+builder.mutationField('acceptInvitation', (t) =>
+  t.field({
+    type: AcceptInvitationSuccess,
+    description:
+      "Needs no credential: the invitation token is one. Creates the invited user (the invitation's email and role) " +
+      'with a first personal access token. Single use; refused once expired, and for a caller who already belongs to an account.',
+    errors: {
+      types: [...COMMON_ERRORS, InvitationUsedError, InvitationExpiredError, InvitationWrongAccountError],
+    },
+    args: { input: t.arg({ type: AcceptInvitationInput }) },
+    resolve: (_root, { input }, ctx) => ctx.services.members.accept(ctx.principal, input),
   }),
 );

@@ -3,6 +3,9 @@ import {
   BaseRefNotFoundError,
   ConflictError,
   type DomainError,
+  InvitationExpiredError,
+  InvitationUsedError,
+  InvitationWrongAccountError,
   LeaseFencedError,
   ManifestInvalidError,
   NotFoundError,
@@ -45,6 +48,13 @@ errorType(ReservedSecretNameError, 'ReservedSecretNameError', 'The SINGULACOMP_ 
 errorType(BaseRefNotFoundError, 'BaseRefNotFoundError', 'baseRef does not exist in the repository.');
 errorType(RepositoryUnreachableError, 'RepositoryUnreachableError', 'The repository could not be read.');
 errorType(LeaseFencedError, 'LeaseFencedError', 'The lease generation is no longer current.');
+errorType(InvitationUsedError, 'InvitationUsedError', 'The invitation was already accepted (single use).');
+errorType(InvitationExpiredError, 'InvitationExpiredError', 'The invitation is past its expiry.');
+errorType(
+  InvitationWrongAccountError,
+  'InvitationWrongAccountError',
+  'The caller already belongs to another account than the invitation’s.',
+);
 
 builder.objectType(ManifestInvalidError, {
   name: 'ManifestInvalidError',

@@ -1,14 +1,29 @@
 // Accounts and their members (R-ACC-1): the instance admin (the bootstrap user) creates accounts,
 // each with a first admin; an account admin adds members (a user with a first personal access token,
-// shown once), lists and removes them. Service accounts stay named principals of an account holding
-// `singulacomp_sa_` tokens (tokens.ts).
+// shown once, or an invitation whose one-time token a new user redeems), lists and removes them.
+// Service accounts stay named principals of an account holding `singulacomp_sa_` tokens (tokens.ts);
+// the account's members list them here.
 import type { AccountTier, UserRole } from '../../prisma/generated/client/enums';
-import type { User } from '../../prisma/generated/client/client';
+import type { Invitation, User } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import { assertAccountAdmin, assertHuman } from '../auth/authz';
 import { SCOPES, type Principal, type Scope, type UserPrincipal } from '../auth/principal';
-import type { TokenService } from '../auth/tokens';
-import { ConflictError, NotFoundError, ValidationError, forbidden } from '../errors';
+import {
+  INV_PREFIX,
+  type TokenService,
+  generateOpaqueToken,
+  hashToken,
+  isWellFormedInvitationToken,
+} from '../auth/tokens';
+import {
+  ConflictError,
+  InvitationExpiredError,
+  InvitationUsedError,
+  InvitationWrongAccountError,
+  NotFoundError,
+  ValidationError,
+  forbidden,
+} from '../errors';
 import { parseId } from '../ids';
 
 /** Scopes of a new member's first token: a MEMBER works in the account, an ADMIN also runs it. */
@@ -46,10 +61,22 @@ function cleanMember(input: NewMemberInput, path: string[]): CleanMember {
   return { email, name, role: input.role ?? 'MEMBER' };
 }
 
+export interface InviteInput {
+  email: string;
+  /** @default 'MEMBER' */
+  role?: UserRole | null;
+  /** @default 72 (3 days); 1 to 720 (30 days). */
+  expiresInHours?: number | null;
+}
+
+export const INVITATION_DEFAULT_HOURS = 72;
+export const INVITATION_MAX_HOURS = 720;
+
 export type MemberService = ReturnType<typeof createMemberService>;
 
-export function createMemberService(options: { db: Db; tokens: TokenService }) {
+export function createMemberService(options: { db: Db; tokens: TokenService; now?: () => number }) {
   const { db, tokens } = options;
+  const now = options.now ?? Date.now;
 
   /** Creates the user (emails are unique across the instance) and its first token. */
   async function createUser(
@@ -140,6 +167,114 @@ export function createMemberService(options: { db: Db; tokens: TokenService }) {
       for (const token of live) await tokens.revoke(token.id);
       await db.user.delete({ where: { id: user.id } });
       return user;
+    },
+
+    /**
+     * createInvitation: account admins. The token is returned once; only its hash is stored. The
+     * email must not belong to a user yet (emails are unique across the instance).
+     */
+    async invite(
+      principal: Principal,
+      input: InviteInput,
+    ): Promise<{ invitation: Invitation; secret: string }> {
+      assertAccountAdmin(principal);
+      const email = input.email.trim().toLowerCase();
+      if (!EMAIL.test(email) || email.length > 254) {
+        throw new ValidationError('email must look like name@host (at most 254 characters).', [
+          'input',
+          'email',
+        ]);
+      }
+      const hours = input.expiresInHours ?? INVITATION_DEFAULT_HOURS;
+      if (!Number.isInteger(hours) || hours < 1 || hours > INVITATION_MAX_HOURS) {
+        throw new ValidationError(`expiresInHours must be 1 to ${INVITATION_MAX_HOURS}.`, [
+          'input',
+          'expiresInHours',
+        ]);
+      }
+      if (await db.user.findUnique({ where: { email }, select: { id: true } })) {
+        throw new ConflictError(`A user with email ${email} already exists.`, ['input', 'email']);
+      }
+      const secret = generateOpaqueToken(INV_PREFIX);
+      const invitation = await db.invitation.create({
+        data: {
+          accountId: principal.accountId,
+          email,
+          role: input.role ?? 'MEMBER',
+          hash: hashToken(secret),
+          invitedById: principal.kind === 'USER' ? principal.userId : null,
+          createdAt: new Date(now()),
+          expiresAt: new Date(now() + hours * 3_600_000),
+        },
+      });
+      return { invitation, secret };
+    },
+
+    /**
+     * acceptInvitation: needs no credential (the token is one). Redeems the token once, before it
+     * expires, for a new user of the invitation's account with the invited role and a first token.
+     * A caller who already belongs to an account cannot accept (users belong to one account).
+     */
+    async accept(principal: Principal | null, input: { secret: string; name: string }) {
+      const path = ['input', 'secret'];
+      const secret = input.secret.trim();
+      const unknown = () => new NotFoundError('No such invitation.', path);
+      if (!isWellFormedInvitationToken(secret)) throw unknown();
+      const invitation = await db.invitation.findUnique({ where: { hash: hashToken(secret) } });
+      if (!invitation) throw unknown();
+      if (principal && principal.accountId !== invitation.accountId) {
+        throw new InvitationWrongAccountError(
+          'This invitation is for another account than the one you belong to; accept it without a credential as a new user.',
+          path,
+        );
+      }
+      if (invitation.acceptedAt) throw new InvitationUsedError('This invitation was already accepted.', path);
+      const at = new Date(now());
+      if (invitation.expiresAt <= at) throw new InvitationExpiredError('This invitation has expired.', path);
+      if (principal) throw new ConflictError('You already belong to this account.', path);
+      const member = cleanMember({ email: invitation.email, name: input.name, role: invitation.role }, [
+        'input',
+      ]);
+      // Single use under concurrency: only one caller moves acceptedAt from null.
+      const claimed = await db.invitation.updateMany({
+        where: { id: invitation.id, acceptedAt: null, expiresAt: { gt: at } },
+        data: { acceptedAt: at },
+      });
+      if (claimed.count !== 1) throw new InvitationUsedError('This invitation was already accepted.', path);
+      try {
+        const { user, secret: token } = await createUser(invitation.accountId, member, ['input']);
+        await db.invitation.update({ where: { id: invitation.id }, data: { acceptedUserId: user.id } });
+        const account = await db.account.findUniqueOrThrow({ where: { id: invitation.accountId } });
+        return { member: user, account, secret: token };
+      } catch (error) {
+        // The user could not be made (an email taken since): the invitation stays redeemable.
+        await db.invitation
+          .update({ where: { id: invitation.id }, data: { acceptedAt: null } })
+          .catch(() => {});
+        throw error;
+      }
+    },
+
+    /** account.invitations: account admins see the account's invitations, newest first. */
+    listInvitations<Q extends object>(principal: Principal, accountId: string, query?: Q) {
+      assertAccountAdmin(principal);
+      if (principal.accountId !== accountId) throw forbidden('That account is not yours.');
+      return db.invitation.findMany({
+        ...(query ?? {}),
+        where: { accountId },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+    },
+
+    /** account.serviceAccounts: any human of the account sees its service accounts, by name. */
+    listServiceAccounts<Q extends object>(principal: Principal, accountId: string, query?: Q) {
+      assertHuman(principal);
+      if (principal.accountId !== accountId) throw forbidden('That account is not yours.');
+      return db.serviceAccount.findMany({
+        ...(query ?? {}),
+        where: { accountId },
+        orderBy: [{ name: 'asc' }, { id: 'asc' }],
+      });
     },
 
     /** account.members: any human of the account sees who else is in it. */

@@ -11,6 +11,8 @@ import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } fr
 
 export const PAT_PREFIX = 'singulacomp_pat_';
 export const SA_PREFIX = 'singulacomp_sa_';
+/** Invitation tokens (one-time, redeemed by acceptInvitation; never a credential). */
+export const INV_PREFIX = 'singulacomp_inv_';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const BODY_LENGTH = 32;
 const CHECKSUM_LENGTH = 6;
@@ -41,15 +43,26 @@ function checksum(prefixAndBody: string): string {
   return encodeChecksum(crc32(prefixAndBody));
 }
 
-export function generateOpaqueToken(prefix: typeof PAT_PREFIX | typeof SA_PREFIX): string {
+export function generateOpaqueToken(
+  prefix: typeof PAT_PREFIX | typeof SA_PREFIX | typeof INV_PREFIX,
+): string {
   const body = base62(randomBytes(48), BODY_LENGTH);
   return `${prefix}${body}${checksum(prefix + body)}`;
 }
 
-/** Structural check of an opaque token, including its checksum: no database involved. */
+/** Structural check of an opaque credential (PAT or service-account token), including its checksum: no database involved. */
 export function isWellFormedOpaqueToken(token: string): boolean {
   const prefix = token.startsWith(PAT_PREFIX) ? PAT_PREFIX : token.startsWith(SA_PREFIX) ? SA_PREFIX : null;
-  if (!prefix || token.length !== prefix.length + BODY_LENGTH + CHECKSUM_LENGTH) return false;
+  return prefix !== null && hasValidBody(token, prefix);
+}
+
+/** Structural check of an invitation token. */
+export function isWellFormedInvitationToken(token: string): boolean {
+  return token.startsWith(INV_PREFIX) && hasValidBody(token, INV_PREFIX);
+}
+
+function hasValidBody(token: string, prefix: string): boolean {
+  if (token.length !== prefix.length + BODY_LENGTH + CHECKSUM_LENGTH) return false;
   const body = token.slice(prefix.length, prefix.length + BODY_LENGTH);
   if (!/^[0-9A-Za-z]+$/.test(body)) return false;
   return token.slice(-CHECKSUM_LENGTH) === checksum(prefix + body);

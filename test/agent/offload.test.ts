@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe } from 'vitest';
 import { OFFLOAD_MARKER, PLACEHOLDER_PNG_DATA_URL } from '../../agent/offload';
-import { runSqlite, sqlString } from '../../agent/sqlite';
+import { runSqlite } from '../../agent/sqlite';
 import { expect, test, waitFor } from './helpers';
 
 const HEADER = 'x-singulacomp-user-context';
@@ -44,8 +44,9 @@ describe('attachment offload', () => {
     expect(db).toBe(`${h.home}/.local/share/opencode/opencode.db`);
     const fileParts = await runSqlite<{ id: string; message_id: string; data: string }>(
       db,
-      `SELECT id, message_id, data FROM part WHERE session_id = ${sqlString(session.id)}
+      `SELECT id, message_id, data FROM part WHERE session_id = ?
          AND json_extract(data, '$.type') = 'file' ORDER BY id;`,
+      [session.id],
     );
     expect(fileParts).toHaveLength(14);
 
@@ -68,9 +69,8 @@ describe('attachment offload', () => {
     const messageId = fileParts[0]!.message_id;
     await runSqlite(
       db,
-      `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (
-         ${sqlString(toolPartId)}, ${sqlString(messageId)}, ${sqlString(session.id)}, 1, 1,
-         ${sqlString(JSON.stringify(toolPart))});`,
+      'INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, 1, 1, ?);',
+      [toolPartId, messageId, session.id, JSON.stringify(toolPart)],
     );
 
     const result = await h.agent.offloadIfIdle();
@@ -78,7 +78,8 @@ describe('attachment offload', () => {
 
     const after = await runSqlite<{ id: string; data: string }>(
       db,
-      `SELECT id, data FROM part WHERE session_id = ${sqlString(session.id)} ORDER BY id;`,
+      'SELECT id, data FROM part WHERE session_id = ? ORDER BY id;',
+      [session.id],
     );
     const files = after.filter((row) => JSON.parse(row.data).type === 'file');
     const offloaded = files.filter((row) => JSON.parse(row.data)[OFFLOAD_MARKER]);
@@ -104,8 +105,9 @@ describe('attachment offload', () => {
     const original = images[0]!.toString('base64');
     const leftovers = await runSqlite<{ n: number }>(
       db,
-      `SELECT (SELECT count(*) FROM part WHERE instr(data, ${sqlString(original)}) > 0)
-            + (SELECT count(*) FROM event WHERE instr(data, ${sqlString(original)}) > 0) AS n;`,
+      `SELECT (SELECT count(*) FROM part WHERE instr(data, ?1) > 0)
+            + (SELECT count(*) FROM event WHERE instr(data, ?1) > 0) AS n;`,
+      [original],
     );
     expect(leftovers[0]!.n).toBe(0);
 

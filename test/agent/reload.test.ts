@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe } from 'vitest';
+import type { OpencodeProcess } from '../../agent/opencode';
 import { expect, type TestAgent, test, waitFor } from './helpers';
 
 const HEADER = 'x-singulacomp-user-context';
@@ -47,9 +48,14 @@ describe('reload', () => {
     git(other, 'push', '-q', 'origin', h.sessionId);
 
     const old = h.agent.supervisor.current!;
+    const configured = h.agent.supervisor.port;
+    expect(old.port).toBe(configured);
+    // Every runtime the supervisor adopts during the reload, in order.
+    const adopted: OpencodeProcess[] = [];
+    h.agent.supervisor.on('healthy', (proc) => adopted.push(proc));
     const res = await reload(h, { reloadId: 'reload-1', noRepo: false, force: false });
     expect(res.status).toBe(202);
-    await waitFor(() => h.agent.reloader.outcomes.length === 1, 40_000, 'reload end');
+    await waitFor(() => h.agent.reloader.outcomes.length === 1, 60_000, 'reload end');
     expect(h.agent.reloader.outcomes[0]).toEqual({ reloadId: 'reload-1', ok: true });
     expect(phases(h, 'reload-1')).toEqual([
       'CHECK_SESSION:STARTED',
@@ -67,9 +73,18 @@ describe('reload', () => {
     ]);
     expect(await readFile(join(h.workspace, 'NOTES.md'), 'utf8')).toBe('pushed from a parallel session\n');
 
+    // The replacement proved itself on a temporary port, then OpenCode moved back to its own.
     const fresh = h.agent.supervisor.current!;
-    expect(fresh.port).not.toBe(old.port);
+    expect(fresh).not.toBe(old);
     expect(old.alive).toBe(false);
+    expect(adopted).toHaveLength(2);
+    const [temporary, settled] = adopted as [OpencodeProcess, OpencodeProcess];
+    expect(temporary.port).not.toBe(configured);
+    expect(temporary.alive).toBe(false);
+    await expect(fetch(`http://127.0.0.1:${temporary.port}/global/health`)).rejects.toThrow();
+    expect(settled).toBe(fresh);
+    expect(fresh.port).toBe(configured);
+    expect(fresh.alive).toBe(true);
     // The proxy now reaches the replacement.
     const session = (await (
       await fetch(`${h.url}/session`, {
@@ -78,9 +93,58 @@ describe('reload', () => {
         body: '{}',
       })
     ).json()) as { id: string };
-    const listed = (await (await fetch(`${fresh.client.baseUrl}/session`)).json()) as Array<{ id: string }>;
+    const listed = (await (await fetch(`http://127.0.0.1:${configured}/session`)).json()) as Array<{
+      id: string;
+    }>;
     expect(listed.map((s) => s.id)).toContain(session.id);
     expect((await fetch(`${h.url}/singulacomp/health`)).status).toBe(200);
+  });
+
+  test('when OpenCode cannot come back on its port, the validated replacement keeps serving and a restart returns to the port', async ({
+    startAgent,
+  }) => {
+    const h = await startAgent();
+    const configured = h.agent.supervisor.port;
+    // A replacement binary that is the real OpenCode, except that it refuses the configured port.
+    const picky = join(h.workspace, '..', 'opencode-refusing-its-port');
+    await writeFile(
+      picky,
+      `#!/bin/sh\ncase " $* " in *" --port ${configured} "*) echo refused >&2; exit 3;; esac\nexec '${h.agent.supervisor.bin}' "$@"\n`,
+    );
+    await chmod(picky, 0o755);
+    h.agent.replacementBin = picky;
+    const old = h.agent.supervisor.current!;
+
+    expect((await reload(h, { reloadId: 'reload-moved', noRepo: true })).status).toBe(202);
+    await waitFor(() => h.agent.reloader.outcomes.length === 1, 60_000, 'reload end');
+    const outcome = h.agent.reloader.outcomes[0]!;
+    expect(outcome).toMatchObject({ reloadId: 'reload-moved', ok: true });
+    expect(outcome.message).toContain(`did not come up`);
+    const confirmed = h.api
+      .of('reportReloadPhase')
+      .find((call) => call.input.phase === 'CONFIRM_CONFIG' && call.input.status === 'SUCCEEDED')!;
+    expect(String(confirmed.input.message)).toContain(`port ${configured} did not come up`);
+
+    const serving = h.agent.supervisor.current!;
+    expect(old.alive).toBe(false);
+    expect(serving).not.toBe(old);
+    expect(serving.alive).toBe(true);
+    expect(serving.port).not.toBe(configured);
+    const res = await fetch(`${h.url}/session`, { headers: { [HEADER]: h.userContext() } });
+    expect(res.status).toBe(200);
+
+    // The supervisor restarts a runtime that died on the configured port, with its own binary.
+    serving.signal('SIGKILL');
+    const restarted = await waitFor(
+      () => {
+        const current = h.agent.supervisor.current;
+        return current !== serving && h.agent.supervisor.healthy && current?.alive ? current : null;
+      },
+      60_000,
+      'the restart',
+    );
+    expect(restarted.port).toBe(configured);
+    expect((await fetch(`http://127.0.0.1:${configured}/global/health`)).status).toBe(200);
   });
 
   test('a replacement that never becomes healthy fails VALIDATE_RUNTIME and the old runtime keeps serving', async ({
@@ -142,12 +206,18 @@ describe('reload', () => {
     await waitFor(() => h.agent.reloader.outcomes.length === 1, 20_000, 'refused reload');
     expect(phases(h, 'reload-busy')).toEqual(['CHECK_SESSION:STARTED', 'CHECK_SESSION:FAILED']);
 
+    const before = h.states().length;
     expect((await reload(h, { reloadId: 'reload-force', noRepo: true, force: true })).status).toBe(202);
-    await waitFor(() => h.agent.reloader.outcomes.length === 2, 40_000, 'forced reload');
+    await waitFor(() => h.agent.reloader.outcomes.length === 2, 60_000, 'forced reload');
     expect(h.agent.reloader.outcomes[1]).toEqual({ reloadId: 'reload-force', ok: true });
     await waitFor(() => h.api.of('releaseLease').length > 0, 10_000, 'lease release');
     expect(h.agent.tracker.turnInFlight).toBe(false);
-    expect(h.states().at(-1)).toBe('IDLE');
+    // The turn ended (IDLE) on the swap; the last report is the runtime on the configured port.
+    const during = h.states().slice(before);
+    expect(during).toContain('IDLE');
+    expect(during.lastIndexOf('HEALTHY')).toBeGreaterThan(during.indexOf('IDLE'));
+    expect(during.at(-1)).toBe('HEALTHY');
     expect(await h.agent.supervisor.current!.client.sessionStatus()).toEqual({});
+    expect(h.agent.supervisor.current!.port).toBe(h.agent.supervisor.port);
   });
 });

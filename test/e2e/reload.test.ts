@@ -1,9 +1,11 @@
 // reloadSession end to end: the server signs a user-context header with the sandbox token it keeps,
 // the real daemon replaces the real OpenCode runtime and reports every phase back. A replacement
 // that cannot load its config fails VALIDATE_RUNTIME and the old runtime keeps serving.
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TARGET_PORT_HEADER } from '../../agent/proxy';
 import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
 import { AgentSessionDocument, ReloadSessionDocument } from '../generated/graphql';
 import { OPENCODE_CONFIG_SUBDIR } from '../fixtures/opencode-project';
@@ -17,6 +19,8 @@ for (const db of ['postgres', 'pglite'] as const) {
     let s: LiveSession;
     let serviceUrl: string;
     let workspace: string;
+    /** The port the LOCAL provider chose for OpenCode (`--opencode-port` on the daemon's command line). */
+    let opencodePort: number;
 
     beforeAll(async () => {
       e = await startE2e({ db, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
@@ -25,6 +29,10 @@ for (const db of ['postgres', 'pglite'] as const) {
       const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
       serviceUrl = sandbox.serviceUrl!;
       workspace = join(e.sandboxDir(sandbox.providerSandboxId!), 'workspace');
+      // One argument each, or inside the `sh -c` command line of an isolated sandbox.
+      const cmdline = readFileSync(`/proc/${e.daemonPid(sandbox.providerSandboxId!)}/cmdline`, 'utf8');
+      opencodePort = Number(/--opencode-port[\0 ]+(\d+)/.exec(cmdline)?.[1]);
+      expect(opencodePort).toBeGreaterThan(0);
       await waitFor(async () => {
         const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
         return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
@@ -44,15 +52,31 @@ for (const db of ['postgres', 'pglite'] as const) {
     }
 
     /** A request through the daemon's proxy to whichever OpenCode runtime is current. */
-    async function throughProxy(path: string): Promise<Response> {
+    async function throughProxy(path: string, port?: number): Promise<Response> {
       const header = signUserContext(
         { sessionId: s.sessionId, userId: 'test-user', ttlSeconds: 60 },
         s.token,
       );
-      return fetch(`${serviceUrl}${path}`, { headers: { [USER_CONTEXT_HEADER]: header } });
+      const headers: Record<string, string> = { [USER_CONTEXT_HEADER]: header };
+      if (port !== undefined) headers[TARGET_PORT_HEADER] = String(port);
+      return fetch(`${serviceUrl}${path}`, { headers });
     }
 
-    test('a reload runs every phase on the daemon and ends SUCCEEDED', async () => {
+    /**
+     * OpenCode answers on its configured port, inside the sandbox: the daemon's proxy connects to a
+     * port only when a process of the sandbox listens on it (an isolated sandbox has its own network).
+     */
+    async function expectOpencodeOnItsPort(): Promise<void> {
+      const direct = await throughProxy('/global/health', opencodePort);
+      expect(direct.status).toBe(200);
+      expect(await direct.json()).toMatchObject({ healthy: true });
+      const sessions = (await (await throughProxy('/session', opencodePort)).json()) as Array<{ id: string }>;
+      const current = (await (await throughProxy('/session')).json()) as Array<{ id: string }>;
+      expect(sessions.map((x) => x.id).sort()).toEqual(current.map((x) => x.id).sort());
+    }
+
+    test('a reload runs every phase on the daemon and ends SUCCEEDED, with OpenCode back on its port', async () => {
+      await expectOpencodeOnItsPort();
       const reload = await reloadUntilDone({ noRepo: true });
       expect(reload.status).toBe('SUCCEEDED');
       expect(reload.error).toBeNull();
@@ -70,7 +94,11 @@ for (const db of ['postgres', 'pglite'] as const) {
         'CONFIRM_CONFIG:SUCCEEDED',
       ]);
       expect((await throughProxy('/session')).status).toBe(200);
-    }, 120_000);
+      expect(
+        reload.phases.find((p) => p.name === 'CONFIRM_CONFIG' && p.status === 'SUCCEEDED')?.message,
+      ).toBeNull();
+      await expectOpencodeOnItsPort();
+    }, 180_000);
 
     test('a replacement that cannot load its config fails the reload with the reason and the old runtime keeps serving', async () => {
       const before = await (await throughProxy('/config')).json();
@@ -93,6 +121,7 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(await config.json()).toEqual(before);
       const session = await e.t.request(AgentSessionDocument, { id: s.sessionId });
       expect(session.data?.session?.status).toBe('RUNNING');
-    }, 120_000);
+      await expectOpencodeOnItsPort();
+    }, 180_000);
   });
 }
