@@ -1,6 +1,6 @@
-// Generates the Prisma client, Pothos and GraphQL document types, and the daemon bundle, without
-// downloading anything: Prisma 7's CLI wants a
-// schema-engine binary on disk but generation never runs it, so any existing file satisfies it.
+// Generates the Prisma client, Pothos and GraphQL document types, the daemon bundle and the embedded
+// database seed, without downloading anything: Prisma 7's CLI wants a schema-engine binary on disk
+// but generation never runs it, so any existing file satisfies it.
 import { spawnSync } from 'node:child_process';
 
 const env = { ...process.env };
@@ -17,3 +17,5 @@ run('npx', ['--no-install', 'prisma', 'generate']);
 run('npx', ['--no-install', 'graphql-codegen', '--config', 'codegen.ts']);
 // The daemon as one file for plain node (LOCAL sandboxes, the image's runtime layer).
 run(process.execPath, ['scripts/build-agent.mjs']);
+// The embedded database's seed: the first `npm start` copies it instead of running initdb.
+run(process.execPath, ['--import', 'tsx', 'scripts/build-pglite-seed.ts']);

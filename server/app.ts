@@ -31,6 +31,7 @@ import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
 import { type Logger, createLogger, defaultLogFormat } from './logger';
+import { seedPgliteDataDir } from './pglite-seed';
 import { migrate } from './migrate';
 import { createInProcessBroker, createPubSub } from './pubsub';
 import type { PubSub } from '../resolvers/events/channels';
@@ -138,6 +139,9 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   const engine = env.databaseUrl ? 'postgres' : 'pglite';
   if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
     log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
+    // From the seed `npm install` built, when there is one: a copy instead of initdb.
+    const seeded = await seedPgliteDataDir(join(env.dataDir, 'pglite'));
+    if (seeded) log.debug('database: copied from the installed seed');
   }
   const database: Database = await openDatabase({
     url: env.databaseUrl,

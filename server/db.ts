@@ -55,6 +55,25 @@ export interface DatabaseOptions {
   connectTimeoutMs?: number;
 }
 
+/** Raw SQL over one PGlite instance. PGlite is one connection in this process: an in-process queue is the lock. */
+export function pgliteRawSql(lite: PGlite): RawSql {
+  let chain: Promise<unknown> = Promise.resolve();
+  return {
+    async exec(sql) {
+      await lite.exec(sql);
+    },
+    async query(sql, params) {
+      return (await lite.query(sql, params as unknown[])).rows as never[];
+    },
+    withLock(_key, fn) {
+      const run = chain.then(fn, fn);
+      chain = run.catch(() => {});
+      return run;
+    },
+    async close() {},
+  };
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const stats: Database['stats'] = { statements: 0, log: null };
   if (options.url) {
@@ -108,22 +127,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   mkdirSync(dir, { recursive: true });
   const lite = await PGlite.create(dir);
   const prisma = new PrismaClient({ adapter: counting(new PrismaPGlite(lite), stats) });
-  // PGlite is one connection in this process: an in-process queue is the lock.
-  let chain: Promise<unknown> = Promise.resolve();
-  const raw: RawSql = {
-    async exec(sql) {
-      await lite.exec(sql);
-    },
-    async query(sql, params) {
-      return (await lite.query(sql, params as unknown[])).rows as never[];
-    },
-    withLock(_key, fn) {
-      const run = chain.then(fn, fn);
-      chain = run.catch(() => {});
-      return run;
-    },
-    async close() {},
-  };
+  const raw = pgliteRawSql(lite);
   return {
     prisma,
     raw,

@@ -30,7 +30,7 @@ for (const db of ['postgres', 'pglite'] as const) {
       serviceUrl = sandbox.serviceUrl!;
       workspace = join(e.sandboxDir(sandbox.providerSandboxId!), 'workspace');
       // One argument each, or inside the `sh -c` command line of an isolated sandbox.
-      const cmdline = readFileSync(`/proc/${e.daemonPid(sandbox.providerSandboxId!)}/cmdline`, 'utf8');
+      const cmdline = readFileSync(`/proc/${await e.daemonPid(sandbox.providerSandboxId!)}/cmdline`, 'utf8');
       opencodePort = Number(/--opencode-port[\0 ]+(\d+)/.exec(cmdline)?.[1]);
       expect(opencodePort).toBeGreaterThan(0);
       await waitFor(async () => {
