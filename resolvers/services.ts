@@ -25,6 +25,7 @@ import { type JobQueue, JOBS, createJobQueue } from './jobs/queue';
 import { createLifetimeGuard } from './sessions/lifetime-guard';
 import { type Reconciler, createReconciler } from './sessions/reconciler';
 import { type Recovery, createRecovery } from './sessions/recovery';
+import { type Installation, createInstallation } from './sessions/installation';
 import { type ReloadService, createReloadService } from './daemon/reloads';
 import { type RuntimeStateService, createRuntimeStateService } from './daemon/runtime-state';
 import { type SessionLifecycle, createSessionLifecycle } from './sessions/lifecycle';
@@ -59,7 +60,11 @@ export interface ServicesConfig {
     provisioningResumeMs: number;
     recoveryIntervalMs: number;
     reconcileIntervalMs: number;
+    /** How long a provider sandbox must look orphaned before the reconciler destroys it. */
+    orphanGraceMs: number;
   };
+  /** SINGULACOMP_INSTALLATION_ID (null: generated once and kept in the database). */
+  installationId: string | null;
   /** LLM gateway upstreams and image limit (R-LLM-1). */
   llm: LlmConfig;
   /** Lifetime of signed preview URLs. */
@@ -106,6 +111,8 @@ export interface Services {
   jobs: JobQueue;
   recovery: Recovery;
   reconciler: Reconciler;
+  /** This installation's id (tagged on provider sandboxes). */
+  installation: Installation;
   /** Starts the job queue, this process's workers and the recovery sweep. */
   startBackground(): Promise<void>;
   /** Stops taking jobs; running ones get timeoutMs, then resume on another process. */
@@ -155,6 +162,7 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
   });
+  const installation = createInstallation({ db, configured: options.config.installationId });
   const jobs = createJobQueue({
     database: options.database,
     logger: options.logger,
@@ -175,6 +183,7 @@ export function createServices(options: ServicesOptions): Services {
     onFailed: (id, reason) => sessions.fail(id, reason),
     onProviderGone: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
+    installationId: () => installation.id(),
   });
   sessions = createSessionLifecycle({
     db,
@@ -239,6 +248,9 @@ export function createServices(options: ServicesOptions): Services {
     provisioner,
     logger: options.logger,
     intervalMs: options.config.jobs.reconcileIntervalMs,
+    orphanGraceMs: options.config.jobs.orphanGraceMs,
+    installationId: () => installation.id(),
+    ...(options.now ? { now: options.now } : {}),
   });
   const reaper = createReaper({
     db,
@@ -334,6 +346,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     recovery,
     reconciler,
+    installation,
     async startBackground() {
       await jobs.start();
       const counted =
