@@ -74,7 +74,13 @@ export function createPubSub(options: PubSubOptions): PubSub {
     const set = streams.get(streamKey(envelope.topic, envelope.key));
     if (set) for (const stream of set) stream.push(envelope);
   };
-  const offMessage = broker.onMessage(dispatch);
+  const received = new EventEmitter();
+  received.setMaxListeners(0);
+  const offMessage = broker.onMessage((envelope) => {
+    if (typeof envelope.at === 'number')
+      received.emit('received', envelope.topic, Math.max(0, Date.now() - envelope.at) / 1000);
+    dispatch(envelope);
+  });
   const offHealth = broker.onHealth((healthy) => {
     if (healthy) return;
     for (const set of streams.values())
@@ -91,7 +97,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
   const pubsub: PubSub = {
     async publish(topic, key, payload) {
       if (CONTROL_TOPICS.has(topic)) {
-        const envelope: Envelope = { topic, key, seq: 0, payload } as Envelope;
+        const envelope: Envelope = { topic, key, seq: 0, payload, at: Date.now() } as Envelope;
         // Local delivery never depends on the broker being up.
         dispatch(envelope);
         await broker.publish(envelope);
@@ -105,7 +111,8 @@ export function createPubSub(options: PubSubOptions): PubSub {
       const seq = await log.append(topic, key, payload, tx);
       return { topic, key, seq, payload };
     },
-    async broadcast(envelope) {
+    async broadcast(unstamped) {
+      const envelope = { ...unstamped, at: Date.now() };
       // Local subscribers first: a process never waits on Redis to see its own writes.
       dispatch(envelope);
       try {
@@ -156,11 +163,16 @@ export function createPubSub(options: PubSubOptions): PubSub {
     healthy: () => broker.healthy(),
     onHealth: (listener) => broker.onHealth(listener),
     subscriptionCount: () => count,
+    onReceived(listener) {
+      received.on('received', listener);
+      return () => received.off('received', listener);
+    },
     async close() {
       offMessage();
       offHealth();
       for (const set of streams.values()) for (const stream of set) stream.end();
       control.removeAllListeners();
+      received.removeAllListeners();
       await broker.close();
     },
   };
