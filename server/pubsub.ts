@@ -76,10 +76,11 @@ export function createPubSub(options: PubSubOptions): PubSub {
   };
   const received = new EventEmitter();
   received.setMaxListeners(0);
-  const offMessage = broker.onMessage((envelope) => {
-    if (typeof envelope.at === 'number')
-      received.emit('received', envelope.topic, Math.max(0, Date.now() - envelope.at) / 1000);
-    dispatch(envelope);
+  // `at` is transport metadata: subscribers get the envelope as the log holds it.
+  const offMessage = broker.onMessage(({ at, ...envelope }) => {
+    if (typeof at === 'number')
+      received.emit('received', envelope.topic, Math.max(0, Date.now() - at) / 1000);
+    dispatch(envelope as Envelope);
   });
   const offHealth = broker.onHealth((healthy) => {
     if (healthy) return;
@@ -97,10 +98,10 @@ export function createPubSub(options: PubSubOptions): PubSub {
   const pubsub: PubSub = {
     async publish(topic, key, payload) {
       if (CONTROL_TOPICS.has(topic)) {
-        const envelope: Envelope = { topic, key, seq: 0, payload, at: Date.now() } as Envelope;
+        const envelope: Envelope = { topic, key, seq: 0, payload } as Envelope;
         // Local delivery never depends on the broker being up.
         dispatch(envelope);
-        await broker.publish(envelope);
+        await broker.publish({ ...envelope, at: Date.now() });
         return null;
       }
       const seq = await log.append(topic as StreamTopic, key, payload as never);
@@ -111,12 +112,11 @@ export function createPubSub(options: PubSubOptions): PubSub {
       const seq = await log.append(topic, key, payload, tx);
       return { topic, key, seq, payload };
     },
-    async broadcast(unstamped) {
-      const envelope = { ...unstamped, at: Date.now() };
+    async broadcast(envelope) {
       // Local subscribers first: a process never waits on Redis to see its own writes.
       dispatch(envelope);
       try {
-        await broker.publish(envelope);
+        await broker.publish({ ...envelope, at: Date.now() });
       } catch (error) {
         // The event is in the log; remote subscribers were (or will be) told the stream broke.
         logger.warn(
