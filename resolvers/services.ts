@@ -257,6 +257,8 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     idleTimeoutMs: options.config.idleTimeoutMs,
     intervalMs: options.config.reaperIntervalMs,
+    // One tick queued or running across the fleet (the queue's exclusive policy).
+    enqueue: () => jobs.send(JOBS.reaper, {}, 'tick'),
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
     housekeeping: async () => {
       await telemetry.pruneExpired();
@@ -366,6 +368,10 @@ export function createServices(options: ServicesOptions): Services {
       await jobs.work<{ sessionId: string; reason: StopReason }>(
         JOBS.teardown,
         counted(JOBS.teardown, (job) => provisioner.teardown(job.data.sessionId, job.data.reason)),
+      );
+      await jobs.work(
+        JOBS.reaper,
+        counted(JOBS.reaper, () => reaper.tick()),
       );
       recovery.start();
       reconciler.start();
