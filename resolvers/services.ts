@@ -25,6 +25,7 @@ import { type JobQueue, JOBS, createJobQueue } from './jobs/queue';
 import { createLifetimeGuard } from './sessions/lifetime-guard';
 import { type Reconciler, createReconciler } from './sessions/reconciler';
 import { type Recovery, createRecovery } from './sessions/recovery';
+import { type Installation, createInstallation } from './sessions/installation';
 import { type ReloadService, createReloadService } from './daemon/reloads';
 import { type RuntimeStateService, createRuntimeStateService } from './daemon/runtime-state';
 import { type SessionLifecycle, createSessionLifecycle } from './sessions/lifecycle';
@@ -59,7 +60,11 @@ export interface ServicesConfig {
     provisioningResumeMs: number;
     recoveryIntervalMs: number;
     reconcileIntervalMs: number;
+    /** How long a provider sandbox must look orphaned before the reconciler destroys it. */
+    orphanGraceMs: number;
   };
+  /** SINGULACOMP_INSTALLATION_ID (null: generated once and kept in the database). */
+  installationId: string | null;
   /** LLM gateway upstreams and image limit (R-LLM-1). */
   llm: LlmConfig;
   /** Lifetime of signed preview URLs. */
@@ -108,6 +113,8 @@ export interface Services {
   jobs: JobQueue;
   recovery: Recovery;
   reconciler: Reconciler;
+  /** This installation's id (tagged on provider sandboxes). */
+  installation: Installation;
   /** Starts the job queue, this process's workers and the recovery sweep. */
   startBackground(): Promise<void>;
   /** Stops taking jobs; running ones get timeoutMs, then resume on another process. */
@@ -157,6 +164,7 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
   });
+  const installation = createInstallation({ db, configured: options.config.installationId });
   const jobs = createJobQueue({
     database: options.database,
     logger: options.logger,
@@ -177,6 +185,7 @@ export function createServices(options: ServicesOptions): Services {
     onFailed: (id, reason) => sessions.fail(id, reason),
     onProviderGone: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
+    installationId: () => installation.id(),
   });
   sessions = createSessionLifecycle({
     db,
@@ -241,12 +250,17 @@ export function createServices(options: ServicesOptions): Services {
     provisioner,
     logger: options.logger,
     intervalMs: options.config.jobs.reconcileIntervalMs,
+    orphanGraceMs: options.config.jobs.orphanGraceMs,
+    installationId: () => installation.id(),
+    ...(options.now ? { now: options.now } : {}),
   });
   const reaper = createReaper({
     db,
     logger: options.logger,
     idleTimeoutMs: options.config.idleTimeoutMs,
     intervalMs: options.config.reaperIntervalMs,
+    // One tick queued or running across the fleet (the queue's exclusive policy).
+    enqueue: () => jobs.send(JOBS.reaper, {}, 'tick'),
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
     housekeeping: async () => {
       await telemetry.pruneExpired();
@@ -338,6 +352,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     recovery,
     reconciler,
+    installation,
     async startBackground() {
       await jobs.start();
       const counted =
@@ -357,6 +372,10 @@ export function createServices(options: ServicesOptions): Services {
       await jobs.work<{ sessionId: string; reason: StopReason }>(
         JOBS.teardown,
         counted(JOBS.teardown, (job) => provisioner.teardown(job.data.sessionId, job.data.reason)),
+      );
+      await jobs.work(
+        JOBS.reaper,
+        counted(JOBS.reaper, () => reaper.tick()),
       );
       recovery.start();
       reconciler.start();

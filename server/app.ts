@@ -380,7 +380,14 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     logger,
     options: options.realtime,
   });
-  metrics.bind(services, () => realtime.connectionCount());
+  metrics.bind(
+    services,
+    () => realtime.connectionCount(),
+    () => realtime.subscriptionCounts(),
+  );
+  const offReceived = pubsub.onReceived((topic, lagSeconds) =>
+    metrics.pubsubLag.observe({ topic }, lagSeconds),
+  );
 
   let printGraphiqlLink = false;
   const app: App = {
@@ -439,6 +446,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         ]);
       }
       server.closeAllConnections();
+      offReceived();
       await realtime.close();
       wss.close();
       daemonProxy.close();

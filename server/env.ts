@@ -171,6 +171,16 @@ const variables = z.object({
   SINGULACOMP_RECOVERY_INTERVAL_MS: ms.default(10_000),
   /** Period of the reconciler (orphaned LOCAL processes, sandboxes that vanished at their provider). */
   SINGULACOMP_RECONCILE_INTERVAL_MS: ms.default(30_000),
+  /** A provider sandbox no live session owns is destroyed once it has looked orphaned this long. */
+  SINGULACOMP_ORPHAN_GRACE_MS: ms.default(60_000),
+  /**
+   * This installation's id, tagged on provider sandboxes (default: generated once, kept in the
+   * database). A copy of another installation's database must set its own.
+   */
+  SINGULACOMP_INSTALLATION_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,63}$/, 'letters, digits, . _ - (at most 63)')
+    .optional(),
   /** Retry-After (seconds) on 503 SERVICE_UNAVAILABLE answers while PostgreSQL or Redis is down. */
   SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(2),
   /** Provider of new projects that name none (LOCAL unless set). */
@@ -300,7 +310,9 @@ const schema = variables.transform((e) => ({
     provisioningResumeMs: e.SINGULACOMP_PROVISIONING_RESUME_MS,
     recoveryIntervalMs: e.SINGULACOMP_RECOVERY_INTERVAL_MS,
     reconcileIntervalMs: e.SINGULACOMP_RECONCILE_INTERVAL_MS,
+    orphanGraceMs: e.SINGULACOMP_ORPHAN_GRACE_MS,
   },
+  installationId: e.SINGULACOMP_INSTALLATION_ID ?? null,
   defaultProvider: e.SINGULACOMP_DEFAULT_PROVIDER as ProviderKind,
   rates: e.SINGULACOMP_RATES ?? {},
   runtimeVersion: e.SINGULACOMP_RUNTIME_VERSION ?? '0.1.0',

@@ -1,5 +1,6 @@
 // Prometheus metrics (GET /metrics): request and GraphQL operation durations, WebSocket
-// connections, job queue depth and failures, sessions by status, admission refusals, faults.
+// connections, open subscriptions by field, pub/sub lag, job queue depth and failures, sessions by
+// status, admission refusals, faults.
 // Gauges that need a query are read at scrape time; a failing read leaves the gauge unset rather
 // than failing the scrape.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -11,6 +12,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics() {
   const registry = new Registry();
+  /** Subscription fields seen so far on this process. */
+  const known = new Set<string>();
   collectDefaultMetrics({ register: registry, prefix: 'singulacomp_process_' });
   const httpDuration = new Histogram({
     name: 'singulacomp_http_request_duration_seconds',
@@ -44,15 +47,43 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const pubsubLag = new Histogram({
+    name: 'singulacomp_pubsub_lag_seconds',
+    help: 'Time from an event being broadcast to its arrival through the pub/sub transport on this process, by topic (publisher clock against ours).',
+    labelNames: ['topic'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
   return {
     registry,
     httpDuration,
+    pubsubLag,
     admissionRefusals,
     faults,
     jobFailures,
 
     /** Scrape-time gauges that read the services (database, job queue, WebSocket server). */
-    bind(services: Services, connections: () => number): void {
+    bind(
+      services: Services,
+      connections: () => number,
+      subscriptions: () => Map<string, number> = () => new Map(),
+    ): void {
+      new Gauge({
+        name: 'singulacomp_graphql_subscriptions',
+        help: 'Open GraphQL subscriptions on this process by subscription field.',
+        labelNames: ['field'] as const,
+        registers: [registry],
+        collect() {
+          // Fields whose last subscription ended read 0 rather than vanish.
+          const counts = subscriptions();
+          for (const field of known) if (!counts.has(field)) this.set({ field }, 0);
+          for (const [field, n] of counts) {
+            known.add(field);
+            this.set({ field }, n);
+          }
+        },
+      });
       new Gauge({
         name: 'singulacomp_websocket_connections',
         help: 'Open graphql-ws connections on this process.',

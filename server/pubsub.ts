@@ -74,7 +74,14 @@ export function createPubSub(options: PubSubOptions): PubSub {
     const set = streams.get(streamKey(envelope.topic, envelope.key));
     if (set) for (const stream of set) stream.push(envelope);
   };
-  const offMessage = broker.onMessage(dispatch);
+  const received = new EventEmitter();
+  received.setMaxListeners(0);
+  // `at` is transport metadata: subscribers get the envelope as the log holds it.
+  const offMessage = broker.onMessage(({ at, ...envelope }) => {
+    if (typeof at === 'number')
+      received.emit('received', envelope.topic, Math.max(0, Date.now() - at) / 1000);
+    dispatch(envelope as Envelope);
+  });
   const offHealth = broker.onHealth((healthy) => {
     if (healthy) return;
     for (const set of streams.values())
@@ -94,7 +101,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
         const envelope: Envelope = { topic, key, seq: 0, payload } as Envelope;
         // Local delivery never depends on the broker being up.
         dispatch(envelope);
-        await broker.publish(envelope);
+        await broker.publish({ ...envelope, at: Date.now() });
         return null;
       }
       const seq = await log.append(topic as StreamTopic, key, payload as never);
@@ -109,7 +116,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
       // Local subscribers first: a process never waits on Redis to see its own writes.
       dispatch(envelope);
       try {
-        await broker.publish(envelope);
+        await broker.publish({ ...envelope, at: Date.now() });
       } catch (error) {
         // The event is in the log; remote subscribers were (or will be) told the stream broke.
         logger.warn(
@@ -156,11 +163,16 @@ export function createPubSub(options: PubSubOptions): PubSub {
     healthy: () => broker.healthy(),
     onHealth: (listener) => broker.onHealth(listener),
     subscriptionCount: () => count,
+    onReceived(listener) {
+      received.on('received', listener);
+      return () => received.off('received', listener);
+    },
     async close() {
       offMessage();
       offHealth();
       for (const set of streams.values()) for (const stream of set) stream.end();
       control.removeAllListeners();
+      received.removeAllListeners();
       await broker.close();
     },
   };

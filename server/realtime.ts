@@ -3,7 +3,12 @@
 // connection limits, server pings, slow-consumer closes (4420) and the event-log pruner.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import {
+  GraphQLError,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -61,7 +66,65 @@ type Yoga = YogaServerInstance<{ req?: IncomingMessage; principal?: Principal },
 export interface RealtimeServer {
   /** Open sockets per token id (tests, metrics). */
   connectionCount(tokenId?: string): number;
+  /** Open subscription streams on this process by root field (metrics). */
+  subscriptionCounts(): Map<string, number>;
   close(): Promise<void>;
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof (value as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';
+
+/** The root field of a subscription document's operation. */
+function rootField(args: ExecutionArgs): string {
+  const operation = args.document.definitions.find(
+    (d): d is OperationDefinitionNode =>
+      d.kind === 'OperationDefinition' && (!args.operationName || d.name?.value === args.operationName),
+  );
+  const first = operation?.selectionSet.selections[0];
+  return first?.kind === 'Field' ? first.name.value : 'unknown';
+}
+
+/**
+ * The same stream, counted in `counts[field]` from now until it ends however it ends (exhausted,
+ * failed, or returned by graphql-ws on complete or socket close).
+ */
+function counted<T>(stream: AsyncIterable<T>, field: string, counts: Map<string, number>): AsyncGenerator<T> {
+  const iterator = stream[Symbol.asyncIterator]();
+  counts.set(field, (counts.get(field) ?? 0) + 1);
+  let open = true;
+  const done = () => {
+    if (!open) return;
+    open = false;
+    const n = (counts.get(field) ?? 1) - 1;
+    if (n > 0) counts.set(field, n);
+    else counts.delete(field);
+  };
+  const settle = async (step: Promise<IteratorResult<T>>) => {
+    try {
+      const result = await step;
+      if (result.done) done();
+      return result;
+    } catch (error) {
+      done();
+      throw error;
+    }
+  };
+  const wrapped: AsyncGenerator<T> = {
+    next: (...args) => settle(iterator.next(...args)),
+    return: (value) => {
+      done();
+      return iterator.return ? settle(iterator.return(value)) : Promise.resolve({ done: true, value });
+    },
+    throw: (error) => {
+      done();
+      return iterator.throw ? settle(iterator.throw(error)) : Promise.reject(error);
+    },
+    [Symbol.asyncIterator]: () => wrapped,
+    [Symbol.asyncDispose]: async () => {
+      await wrapped.return(undefined);
+    },
+  };
+  return wrapped;
 }
 
 export function createRealtimeServer(deps: {
@@ -80,6 +143,7 @@ export function createRealtimeServer(deps: {
   const maxSubscriptions = opts.maxSubscriptionsPerConnection ?? 5_000;
   const maxBufferedEvents = opts.maxBufferedEvents ?? 1_000;
   const byToken = new Map<string, Set<Tracked>>();
+  const subscriptions = new Map<string, number>();
 
   function closeToken(tokenId: string, code: number, reason: string): void {
     const set = byToken.get(tokenId);
@@ -239,16 +303,20 @@ export function createRealtimeServer(deps: {
         withRequestId(randomUUID(), () =>
           (args.rootValue as { execute: (a: unknown) => never }).execute(args),
         ),
-      subscribe: (args) =>
-        withRequestId(randomUUID(), () =>
-          (args.rootValue as { subscribe: (a: unknown) => never }).subscribe(args),
-        ),
+      subscribe: async (args) => {
+        const result = await withRequestId(randomUUID(), () =>
+          (args.rootValue as { subscribe: (a: unknown) => Promise<unknown> }).subscribe(args),
+        );
+        if (!isAsyncIterable(result)) return result as ExecutionResult;
+        return counted(result as AsyncIterable<ExecutionResult>, rootField(args), subscriptions);
+      },
     },
     wss,
     opts.keepAliveMs ?? 12_000,
   );
 
   return {
+    subscriptionCounts: () => new Map(subscriptions),
     connectionCount(tokenId) {
       if (tokenId) return byToken.get(tokenId)?.size ?? 0;
       let n = 0;

@@ -65,6 +65,8 @@ export interface Envelope<T extends Topic = Topic> {
   /** Per-(topic, key) monotonic sequence number; 0 for control messages. */
   seq: number;
   payload: Channels[T];
+  /** When it was broadcast (ms since the epoch, the publisher's clock): pub/sub lag is measured from it. */
+  at?: number;
 }
 
 export interface SubscribeOptions {
@@ -103,6 +105,11 @@ export interface PubSub {
   onHealth(listener: (healthy: boolean) => void): () => void;
   /** Live subscriptions held by this process. */
   subscriptionCount(): number;
+  /**
+   * Every event the broker delivers to this process, with the time since it was broadcast
+   * (seconds; the publisher's clock against ours), for the pub/sub lag metric.
+   */
+  onReceived(listener: (topic: Topic, lagSeconds: number) => void): () => void;
   close(): Promise<void>;
 }
 

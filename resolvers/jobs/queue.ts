@@ -1,4 +1,4 @@
-// Durable background work (provisioning, teardown retries) on pg-boss: jobs live in PostgreSQL
+// Durable background work (provisioning, teardown retries, the idle reaper's tick) on pg-boss: jobs live in PostgreSQL
 // (schema `pgboss`), survive a process crash, retry with backoff, and each runs on one process of
 // the fleet at a time. A worker that dies stops heart-beating; pg-boss's monitor then hands the job
 // to another process (or retries it here after a restart) within `heartbeatSeconds` plus one
@@ -11,9 +11,22 @@ import type { Database, Logger } from '../platform';
 export const JOBS = {
   provision: 'session-provision',
   teardown: 'session-teardown',
+  reaper: 'idle-reaper',
 } as const;
 
 export type JobName = (typeof JOBS)[keyof typeof JOBS];
+
+/**
+ * Queues that differ from the per-session default (stately: one queued and one running attempt per
+ * session). The reaper's tick is fleet-wide: `exclusive` keeps one job queued or running across
+ * every process, and a failed tick is not retried (the next one is due within an interval anyway).
+ */
+const QUEUE_OVERRIDES: Partial<
+  Record<JobName, { policy: 'exclusive'; retryLimit: number; deleteAfterSeconds: number }>
+> = {
+  // A tick every 30 s: finished ones are kept an hour, not pg-boss's default week.
+  [JOBS.reaper]: { policy: 'exclusive', retryLimit: 0, deleteAfterSeconds: 3_600 },
+};
 
 export interface ProvisionJob {
   sessionId: string;
@@ -87,13 +100,15 @@ export function createJobQueue(options: JobQueueOptions) {
     async start(): Promise<void> {
       await boss.start();
       for (const name of Object.values(JOBS)) {
+        const { policy = 'stately', ...override } = QUEUE_OVERRIDES[name] ?? {};
+        const options = { ...queueOptions, ...override };
         const existing = await boss.getQueue(name);
         if (existing) {
-          const { heartbeatSeconds: _h, retryDelayMax: _r, ...updatable } = queueOptions;
+          const { heartbeatSeconds: _h, retryDelayMax: _r, ...updatable } = options;
           await boss.updateQueue(name, updatable);
         }
         // stately + singletonKey = session id: at most one queued and one running attempt per session.
-        else await boss.createQueue(name, { ...queueOptions, policy: 'stately' });
+        else await boss.createQueue(name, { ...options, policy });
       }
       started = true;
     },

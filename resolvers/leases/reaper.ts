@@ -4,8 +4,10 @@
 // Only leases and runtime/turn activity move lastActivityAt; HTTP, WebSocket, preview, telemetry
 // or health traffic never does.
 //
-// Run once across the fleet: each tick takes a transaction-level PostgreSQL advisory try-lock, so
-// only one server process scans at a time. Correctness does not rest on that lock, though: a
+// Run once across the fleet: with a job queue, every process enqueues the tick as the `idle-reaper`
+// job each interval and the queue's `exclusive` policy keeps one tick queued or running across the
+// fleet (visible, and counted in the job metrics, like any job); the tick itself also takes a
+// transaction-level PostgreSQL advisory try-lock, so direct callers never scan twice at once. Correctness does not rest on that lock, though: a
 // sandbox is stopped only after a fencing statement succeeds, which bumps the lease generation the
 // reaper read (or creates the lease row when it read none) and marks the lease as held by the
 // reaper. A renewal or acquire that happened in between makes the fence match nothing; an acquire
@@ -44,6 +46,11 @@ export interface ReaperOptions {
   stop: (sessionId: string, reason: StopReason) => Promise<unknown>;
   /** Work done by whichever process holds the reaper lock (telemetry retention). */
   housekeeping?: () => Promise<void>;
+  /**
+   * Enqueues one tick as a job (the job's handler calls tick()); without it start() runs tick()
+   * on this process's own timer.
+   */
+  enqueue?: () => Promise<unknown>;
   /** Take the fleet-wide advisory try-lock per tick. @default true */
   singleton?: boolean;
   /** Candidates handled per tick. @default 100 */
@@ -208,8 +215,9 @@ export function createReaper(options: ReaperOptions) {
 
   function schedule(): void {
     timer = setTimeout(() => {
-      running = tick()
-        .catch((error: unknown) => log.error({ err: error }, 'reaper tick failed'))
+      const work = options.enqueue ? options.enqueue().then(() => undefined) : tick();
+      running = work
+        .catch((error: unknown) => log.error({ err: error }, 'reaper tick failed (or could not be enqueued)'))
         .finally(() => {
           running = null;
           if (timer) schedule();

@@ -20,7 +20,15 @@ import {
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ENTRY_COMMAND, errorContext, idTags, LABEL_KEYS, SERVICE_PORT } from './common';
+import {
+  DEFAULT_ENTRY_COMMAND,
+  errorContext,
+  idTags,
+  LABEL_INSTALLATION_ID,
+  LABEL_KEYS,
+  SERVICE_PORT,
+  taggedSandbox,
+} from './common';
 import {
   ProviderBuildError,
   ProviderEntryFailedError,
@@ -38,6 +46,7 @@ import type {
   SandboxProvider,
   SandboxState,
   SnapshotBuildRequest,
+  TaggedSandbox,
 } from './types';
 
 export {
@@ -377,6 +386,24 @@ export class DaytonaProvider implements SandboxProvider {
       }
       throw error;
     }
+  }
+
+  /** `GET /sandbox?labels={…}` page by page (the SDK follows `nextCursor`). */
+  async listTagged(installationId: string): Promise<TaggedSandbox[]> {
+    return this.retry('list', async () => {
+      const found: TaggedSandbox[] = [];
+      for await (const sandbox of this.client.list({ labels: { [LABEL_INSTALLATION_ID]: installationId } })) {
+        const tagged = taggedSandbox(
+          sandbox.id,
+          mapDaytonaState(sandbox.state),
+          sandbox.labels,
+          LABEL_KEYS,
+          installationId,
+        );
+        if (tagged) found.push(tagged);
+      }
+      return found;
+    });
   }
 
   async previewHost(providerSandboxId: string, port: number): Promise<string> {

@@ -12,9 +12,11 @@ import {
   DEFAULT_ENTRY_COMMAND,
   errorContext,
   idTags,
+  METADATA_INSTALLATION_ID,
   METADATA_KEYS,
   METADATA_SANDBOX_ID,
   SERVICE_PORT,
+  taggedSandbox,
 } from './common';
 import {
   ProviderAccessError,
@@ -33,6 +35,7 @@ import type {
   SandboxProvider,
   SandboxState,
   SnapshotBuildRequest,
+  TaggedSandbox,
 } from './types';
 
 export {
@@ -273,6 +276,30 @@ export class E2BProvider implements SandboxProvider {
       if (error instanceof ProviderNotFoundError) return 'DESTROYED';
       throw error;
     }
+  }
+
+  /** `GET /v2/sandboxes?metadata=…&state=running,paused`, page by page (`x-next-token`). */
+  async listTagged(installationId: string): Promise<TaggedSandbox[]> {
+    return this.retry('list', async () => {
+      const paginator = Sandbox.list({
+        ...this.connection,
+        query: { metadata: { [METADATA_INSTALLATION_ID]: installationId }, state: ['running', 'paused'] },
+      });
+      const found: TaggedSandbox[] = [];
+      while (paginator.hasNext) {
+        for (const info of await paginator.nextItems()) {
+          const tagged = taggedSandbox(
+            info.sandboxId,
+            mapE2BState(info.state),
+            info.metadata,
+            METADATA_KEYS,
+            installationId,
+          );
+          if (tagged) found.push(tagged);
+        }
+      }
+      return found;
+    });
   }
 
   async previewHost(providerSandboxId: string, port: number): Promise<string> {

@@ -5,9 +5,11 @@ import {
   DEFAULT_ENTRY_COMMAND,
   errorContext,
   idTags,
+  LABEL_INSTALLATION_ID,
   LABEL_KEYS,
   LABEL_SANDBOX_ID,
   SERVICE_PORT,
+  taggedSandbox,
 } from './common';
 import {
   ProviderHttpError,
@@ -25,6 +27,7 @@ import type {
   SandboxProvider,
   SandboxState,
   SnapshotBuildRequest,
+  TaggedSandbox,
 } from './types';
 
 export {
@@ -69,6 +72,7 @@ export function mapPlatinumState(state: string | undefined): SandboxState {
 interface PlatinumSandbox {
   id: string;
   state: string;
+  labels?: Record<string, string>;
   serviceUrl: string | null;
   errorReason?: string | null;
 }
@@ -247,6 +251,19 @@ export class PlatinumProvider implements SandboxProvider {
       if (error instanceof ProviderNotFoundError) return 'DESTROYED';
       throw error;
     }
+  }
+
+  /** `GET /v1/sandboxes?label=<key>=<value>`. */
+  async listTagged(installationId: string): Promise<TaggedSandbox[]> {
+    const { items } = await this.request<{ items: PlatinumSandbox[] }>(
+      'list',
+      'GET',
+      `/sandboxes?label=${encodeURIComponent(`${LABEL_INSTALLATION_ID}=${installationId}`)}`,
+    );
+    return items.flatMap((s) => {
+      const tagged = taggedSandbox(s.id, mapPlatinumState(s.state), s.labels, LABEL_KEYS, installationId);
+      return tagged ? [tagged] : [];
+    });
   }
 
   async previewHost(providerSandboxId: string, port: number): Promise<string> {

@@ -24,6 +24,11 @@ export interface CreateSandboxRequest {
   sandboxId: string;
   sessionId: string;
   projectId: string;
+  /**
+   * This installation's id (resolvers/sessions/installation.ts), tagged on the resource so the
+   * reconciler finds its own orphans and never another installation's sandboxes. Unset: untagged.
+   */
+  installationId?: string;
   spec: HardwareSpec;
   /** Provider snapshot/template reference to boot from (null: the provider's default image). */
   snapshotRef: string | null;
@@ -53,6 +58,15 @@ export interface ProviderSandbox {
   expiresAt?: Date | null;
 }
 
+/** A provider sandbox carrying our tags, as listTagged finds it. */
+export interface TaggedSandbox {
+  providerSandboxId: string;
+  state: SandboxState;
+  /** Our Sandbox row id from its tags (null: the tag is missing). */
+  sandboxId: string | null;
+  sessionId: string | null;
+}
+
 /** A spec fitted to one provider, with a warning per change. */
 export interface FittedSpec {
   spec: HardwareSpec;
@@ -76,6 +90,11 @@ export interface SandboxProvider {
   /** Touches the provider's inactivity timer (Daytona last-activity, E2B setTimeout). */
   keepAlive(providerSandboxId: string): Promise<void>;
   status(providerSandboxId: string): Promise<SandboxState>;
+  /**
+   * Every sandbox at the provider tagged with `installationId` (the reconciler's orphan sweep).
+   * Adapters filter at the provider and check each result's tags again.
+   */
+  listTagged?(installationId: string): Promise<TaggedSandbox[]>;
   /** Host name (or URL) at which a sandbox port is reachable, for previews. */
   previewHost?(providerSandboxId: string, port: number): Promise<string>;
   /** Builds (or finds) a snapshot for a Dockerfile; returns the provider's reference to it. */

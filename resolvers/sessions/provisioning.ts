@@ -44,6 +44,8 @@ export interface ProvisionerOptions {
   onProviderGone?: (sessionId: string) => Promise<unknown>;
   /** Where provisioning and teardown retries run; without it they run in this process only. */
   jobs?: JobQueue;
+  /** This installation's id, tagged on every provider sandbox (resolvers/sessions/installation.ts). */
+  installationId?: () => Promise<string>;
 }
 
 export type Provisioner = ReturnType<typeof createProvisioner>;
@@ -255,10 +257,12 @@ export function createProvisioner(options: ProvisionerOptions) {
         SINGULACOMP_API_URL: options.apiUrl(),
         SINGULACOMP_SERVICE_PORT: '8000',
       });
+      const installationId = await options.installationId?.();
       const created = await provider.create({
         sandboxId: sandbox.id,
         sessionId,
         projectId: session.projectId,
+        ...(installationId ? { installationId } : {}),
         spec,
         snapshotRef: snapshot?.providerRef ?? null,
         env,

@@ -3,11 +3,11 @@
 import { print } from 'graphql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CreateProjectDocument, CreateSessionDocument, UpdateAccountDocument } from '../generated/graphql';
-import { createTestRepo } from '../support/git';
-import { type PostgresProcess, startPostgresProcess } from '../support/postgres-process';
-import { type SpawnedServer, postGraphql, spawnServer } from '../support/spawn-server';
+import { CreateSessionDocument } from '../generated/graphql';
+import type { PostgresProcess } from '../support/postgres-process';
+import { type SpawnedServer, postGraphql } from '../support/spawn-server';
 import { waitFor } from '../support/wait';
+import { type ChaosFleet, startChaosFleet } from './fleet';
 
 /** Creates in the burst (the bench runs 500; keep the suite quick on two cores). */
 const BURST = Number(process.env.CHAOS_BURST ?? 100);
@@ -32,42 +32,19 @@ async function metric(servers: SpawnedServer[], name: string, ...labels: string[
 // Generous test timeouts: a shared two-core machine can be many times slower than usual, and pass
 // or fail never depends on how long the burst took.
 describe('two server processes under a create burst and a PostgreSQL outage', { timeout: 300_000 }, () => {
+  let fleet: ChaosFleet;
   let postgres: PostgresProcess;
   let servers: SpawnedServer[] = [];
   let adminToken: string;
   let projectId: string;
-  const repo = createTestRepo({ 'README.md': '# chaos\n' });
 
   beforeAll(async () => {
-    postgres = await startPostgresProcess();
-    servers = [];
-    servers.push(await spawnServer({ databaseUrl: postgres.url, logLevel: 'warn', startTimeoutMs: 180_000 }));
-    servers.push(await spawnServer({ databaseUrl: postgres.url, logLevel: 'warn', startTimeoutMs: 180_000 }));
-    adminToken = servers.map((s) => s.bootstrapToken()).find((t): t is string => t !== null)!;
-    const limited = await postGraphql(
-      servers[0]!.graphqlUrl,
-      { query: print(UpdateAccountDocument), variables: { input: { concurrentSessionLimit: LIMIT } } },
-      adminToken,
-    );
-    expect(limited.status).toBe(200);
-    const created = await postGraphql(
-      servers[1]!.graphqlUrl,
-      {
-        query: print(CreateProjectDocument),
-        variables: { input: { name: 'chaos', repositoryUrl: repo.url } },
-      },
-      adminToken,
-    );
-    const project = created.json.data?.createProject as { project?: { id: string } } | undefined;
-    if (!project?.project) throw new Error(JSON.stringify(created.json));
-    projectId = project.project.id;
+    fleet = await startChaosFleet({ name: 'chaos', limit: LIMIT });
+    ({ postgres, servers, adminToken, projectId } = fleet);
   }, 600_000);
 
   afterAll(async () => {
-    const outputs = servers.map((s) => s.output());
-    await Promise.all(servers.map((s) => s.stop()));
-    postgres?.destroy();
-    if (process.env.CHAOS_DEBUG) console.log(outputs.join('\n----\n'));
+    await fleet?.stop();
   }, 120_000);
 
   test(`${BURST} parallel creates over both processes against a limit of ${LIMIT} admit exactly ${LIMIT} and refuse the rest with 429`, async () => {
