@@ -1,4 +1,4 @@
-// Generates the Prisma client, Pothos and GraphQL document types, and the daemon bundle, without
+// Generates the Prisma client, Pothos and GraphQL document types, the daemon bundle and the dashboard, without
 // downloading anything: Prisma 7's CLI wants a
 // schema-engine binary on disk but generation never runs it, so any existing file satisfies it.
 import { spawnSync } from 'node:child_process';
@@ -17,3 +17,5 @@ run('npx', ['--no-install', 'prisma', 'generate']);
 run('npx', ['--no-install', 'graphql-codegen', '--config', 'codegen.ts']);
 // The daemon as one file for plain node (LOCAL sandboxes, the image's runtime layer).
 run(process.execPath, ['scripts/build-agent.mjs']);
+// The dashboard (web/) into dist/web, served by the server at /: a few seconds, no network.
+run('npx', ['--no-install', 'vite', 'build', '--config', 'web/vite.config.ts']);
