@@ -10,7 +10,8 @@ export default defineConfig({
   root,
   base: '/',
   logLevel: 'warn',
-  oxc: { jsx: { runtime: 'automatic' } },
+  // Production JSX even when built from a test run (NODE_ENV=test would select jsxDEV).
+  oxc: { jsx: { runtime: 'automatic', development: false } },
   define: { 'process.env.NODE_ENV': JSON.stringify('production') },
   build: {
     outDir: fileURLToPath(new URL('../dist/web', import.meta.url)),

@@ -77,7 +77,9 @@ export function Sessions() {
         </div>
         {list.error && <Problem problem={problemFromError(list.error)} />}
         {live.error && <Problem problem={problemFromError(live.error)} />}
-        <div className="table-wrap">
+        {/* Scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too. */}
+        {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus */}
+        <section className="table-wrap" aria-label="Sessions table" tabIndex={0}>
           <table className="sessions">
             <thead>
               <tr>
@@ -111,7 +113,7 @@ export function Sessions() {
             </tbody>
           </table>
           {rows.length === 0 && !list.fetching && <p className="empty">No sessions yet.</p>}
-        </div>
+        </section>
       </section>
     </>
   );
