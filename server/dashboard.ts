@@ -15,8 +15,11 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.woff2': 'font/woff2',
 };
-/** Vite names assets <name>-<hash>.<ext>; nothing else (no dots, slashes) is looked up on disk. */
-const ASSET_NAME = /^[A-Za-z0-9_-]+\.[a-z0-9]+$/;
+/**
+ * Vite names assets <name>-<hash>.<ext> (a name may hold dots: uPlot.esm-<hash>.js); nothing with a
+ * slash, a leading dot or two dots in a row is looked up on disk.
+ */
+const ASSET_NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[a-z0-9]+$/;
 // The app's own origin only; the preview iframe shows a sandbox's app from this API (or its preview
 // subdomains), and connect-src allows the graphql-ws WebSocket.
 const CSP = [

@@ -1,7 +1,7 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
 // and see the streamed answer, reload and see every phase in order, see a session another client
-// created appear live, stop. Each page is screenshotted (into .tmp/web/, for a person to look at)
+// created appear live, stop; telemetry drawn live with uPlot. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,7 +61,11 @@ describe('the dashboard in a real browser', () => {
   let sessionId: string;
 
   beforeAll(async () => {
-    e = await startE2e({ gateway: true, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
+    e = await startE2e({
+      gateway: true,
+      // A sample every 2 s (the default is one a minute), so the chart has a line to draw.
+      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_TELEMETRY_INTERVAL_MS: '2000' },
+    });
     projectId = await createProject(e.t, e.repo.url);
     browser = await launchBrowser();
     w = await openPage(browser);
@@ -145,6 +149,22 @@ describe('the dashboard in a real browser', () => {
     expect(w.problems).toEqual([]);
   }, 180_000);
 
+  test('telemetry is drawn with uPlot and grows live', async () => {
+    const { page } = w;
+    const panel = page.getByTestId('telemetry');
+    const samples = async () => Number(await panel.getAttribute('data-samples', { timeout: 1_000 }));
+    const first = await waitFor(async () => ((await samples()) >= 2 ? samples() : 0), {
+      timeoutMs: 60_000,
+      what: 'two telemetry samples',
+    });
+    await waitFor(async () => (await samples()) > first, { timeoutMs: 60_000, what: 'a live sample' });
+    await panel.locator('canvas').first().waitFor();
+    expect(await panel.textContent()).toMatch(/Memory\d+ MiB of \d+ MiB/);
+    const chart = summarisePng(await panel.locator('.chart').screenshot());
+    expect(chart.colours).toBeGreaterThan(16);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
   test('a reload shows each phase as the server confirms it, in order', async () => {
     const { page } = w;
     await page.getByRole('button', { name: 'Reload', exact: true }).click();
@@ -192,8 +212,29 @@ describe('the dashboard in a real browser', () => {
     expect(w.problems).toEqual([]);
   }, 180_000);
 
+  test('the account page lists members and usage, and a new token’s secret is shown once and works', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+    expect(await page.getByTestId('members').textContent()).toContain('admin');
+    expect(await page.getByTestId('usage').textContent()).toMatch(/Billed: \$\d/);
+    await page.getByLabel('Token name').fill('dashboard-reader');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const secret = (await page.getByTestId('new-secret').textContent()) ?? '';
+    expect(secret).toMatch(/^singulacomp_pat_/);
+    await page.locator('tr[data-token="dashboard-reader"]').waitFor();
+    const viewer = await e.t.raw({ query: '{ viewer { scopes } }' }, secret);
+    expect(viewer.data).toEqual({
+      viewer: { scopes: ['projects:read', 'sessions:read', 'tokens:read'] },
+    });
+    await screenshot(page, 'account');
+    await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
   test('stops the session from its page', async () => {
     const { page } = w;
+    await page.getByRole('link', { name: 'Sessions' }).click();
     await page.locator(`tr[data-session="${sessionId}"] a`).click();
     await page.getByTestId('agent-state').waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();

@@ -1,5 +1,6 @@
 // The dashboard's files on the server: index.html for every client route (never cached), the hashed
 // assets cached for a year, and the API's own paths untouched.
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
 
@@ -36,7 +37,17 @@ describe('the dashboard served at /', () => {
     expect((await js.text()).length).toBeGreaterThan(10_000);
     const css = await fetch(`${t.url}${style}`);
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
-    for (const path of ['/assets/index-nope.js', '/assets/..%2f..%2fpackage.json', '/assets/index.html']) {
+    // Every file of the build is served, the lazily loaded chunks (dotted names such as uPlot's) too.
+    const files = readdirSync(new URL('../../dist/web/assets/', import.meta.url));
+    expect(files.some((f) => /^uPlot\.esm-[\w-]+\.js$/.test(f))).toBe(true);
+    for (const file of files) expect((await fetch(`${t.url}/assets/${file}`)).status, file).toBe(200);
+    for (const path of [
+      '/assets/index-nope.js',
+      '/assets/..index.js',
+      '/assets/.hidden.js',
+      '/assets/..%2f..%2fpackage.json',
+      '/assets/index.html',
+    ]) {
       expect((await fetch(`${t.url}${path}`)).status, path).toBe(404);
     }
   });

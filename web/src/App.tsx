@@ -8,6 +8,7 @@ import { SessionPage } from './SessionPage';
 import { Sessions } from './Sessions';
 import { SignIn } from './SignIn';
 import { ApiContext } from './api-context';
+import { Account } from './Account';
 
 export function App() {
   const [token, setToken] = useState(storedToken);
@@ -51,6 +52,9 @@ function Shell({ onSignOut }: { onSignOut(): void }) {
           <a {...linkProps('/')} aria-current={route.page === 'sessions' ? 'page' : undefined}>
             Sessions
           </a>
+          <a {...linkProps('/account')} aria-current={route.page === 'account' ? 'page' : undefined}>
+            Account
+          </a>
         </nav>
         <span className="who" data-testid="account">
           {account ? `${account.name} · ${account.tier}` : ''}
@@ -63,6 +67,7 @@ function Shell({ onSignOut }: { onSignOut(): void }) {
         {viewer.error && <Problem problem={problemFromError(viewer.error)} />}
         {route.page === 'sessions' && <Sessions />}
         {route.page === 'session' && <SessionPage id={route.id} />}
+        {route.page === 'account' && <Account />}
         {route.page === 'not-found' && (
           <section>
             <h1>Not found</h1>

@@ -20,6 +20,7 @@ import {
 } from './generated/graphql';
 import { linkProps } from './router';
 import { StatusBadge, agentLabel, formatUsd } from './status';
+import { Telemetry } from './Telemetry';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
@@ -54,6 +55,7 @@ export function SessionPage({ id }: { id: string }) {
         canReload={session.status === 'RUNNING'}
       />
       <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
+      {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
     </>
   );
 }

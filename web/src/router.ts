@@ -1,10 +1,15 @@
 // A history-API router: the server answers every client route with index.html.
 import { useEffect, useState } from 'react';
 
-export type Route = { page: 'sessions' } | { page: 'session'; id: string } | { page: 'not-found' };
+export type Route =
+  | { page: 'sessions' }
+  | { page: 'session'; id: string }
+  | { page: 'account' }
+  | { page: 'not-found' };
 
 export function parseRoute(path: string): Route {
   if (path === '/' || path === '/sessions') return { page: 'sessions' };
+  if (path === '/account') return { page: 'account' };
   const session = /^\/sessions\/([^/]+)$/.exec(path);
   if (session) return { page: 'session', id: decodeURIComponent(session[1]!) };
   return { page: 'not-found' };
