@@ -21,6 +21,7 @@ import {
 import { linkProps } from './router';
 import { StatusBadge, agentLabel, formatUsd } from './status';
 import { Telemetry } from './Telemetry';
+import { Preview } from './Preview';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
@@ -55,6 +56,7 @@ export function SessionPage({ id }: { id: string }) {
         canReload={session.status === 'RUNNING'}
       />
       <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
+      {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
       {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
     </>
   );
