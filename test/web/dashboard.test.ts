@@ -232,10 +232,33 @@ describe('the dashboard in a real browser', () => {
     expect(w.problems).toEqual([]);
   });
 
+  test('the project page shows templates and secrets; a secret is set and never shown', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.getByTestId('projects').getByRole('link').first().click();
+    await page.getByRole('heading', { name: 'Templates' }).waitFor();
+    await page.getByLabel('Secret name').fill('DASHBOARD_SECRET');
+    await page.getByLabel('Value (write-only)').fill('s3cret-value');
+    await page.getByLabel('Deliver into sandboxes').check();
+    await page.getByRole('button', { name: 'Set secret' }).click();
+    const row = page.locator('[data-secret="DASHBOARD_SECRET"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('delivered into sandboxes');
+    expect(await page.getByLabel('Value (write-only)').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('s3cret-value');
+    const api = await e.t.raw({
+      query: `{ project(id: "${projectId}") { secrets { name runtimeDelivery } } }`,
+    });
+    expect(api.data).toEqual({ project: { secrets: [{ name: 'DASHBOARD_SECRET', runtimeDelivery: true }] } });
+    await screenshot(page, 'project');
+    await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
   test('stops the session from its page', async () => {
     const { page } = w;
     await page.getByRole('link', { name: 'Sessions' }).click();
-    await page.locator(`tr[data-session="${sessionId}"] a`).click();
+    await page.locator(`tr[data-session="${sessionId}"] a.mono`).click();
     await page.getByTestId('agent-state').waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();
     await waitFor(async () => (await page.getByTestId('session-status').textContent())?.includes('STOPPED'), {

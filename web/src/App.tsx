@@ -9,6 +9,7 @@ import { Sessions } from './Sessions';
 import { SignIn } from './SignIn';
 import { ApiContext } from './api-context';
 import { Account } from './Account';
+import { ProjectPage, Projects } from './Projects';
 
 export function App() {
   const [token, setToken] = useState(storedToken);
@@ -52,6 +53,12 @@ function Shell({ onSignOut }: { onSignOut(): void }) {
           <a {...linkProps('/')} aria-current={route.page === 'sessions' ? 'page' : undefined}>
             Sessions
           </a>
+          <a
+            {...linkProps('/projects')}
+            aria-current={route.page === 'projects' || route.page === 'project' ? 'page' : undefined}
+          >
+            Projects
+          </a>
           <a {...linkProps('/account')} aria-current={route.page === 'account' ? 'page' : undefined}>
             Account
           </a>
@@ -68,6 +75,8 @@ function Shell({ onSignOut }: { onSignOut(): void }) {
         {route.page === 'sessions' && <Sessions />}
         {route.page === 'session' && <SessionPage id={route.id} />}
         {route.page === 'account' && <Account />}
+        {route.page === 'projects' && <Projects />}
+        {route.page === 'project' && <ProjectPage id={route.id} />}
         {route.page === 'not-found' && (
           <section>
             <h1>Not found</h1>

@@ -104,7 +104,9 @@ export function Sessions() {
                     <StatusBadge status={s.status} />
                   </td>
                   <td data-agent-ready={s.agentReady}>{agentLabel(s)}</td>
-                  <td>{s.project.name}</td>
+                  <td>
+                    <a {...linkProps(`/projects/${encodeURIComponent(s.project.id)}`)}>{s.project.name}</a>
+                  </td>
                   <td>{s.template?.slug ?? 'default'}</td>
                   <td>{formatUsd(s.costUsd)}</td>
                   <td>{new Date(s.createdAt).toLocaleString()}</td>

@@ -5,11 +5,16 @@ export type Route =
   | { page: 'sessions' }
   | { page: 'session'; id: string }
   | { page: 'account' }
+  | { page: 'projects' }
+  | { page: 'project'; id: string }
   | { page: 'not-found' };
 
 export function parseRoute(path: string): Route {
   if (path === '/' || path === '/sessions') return { page: 'sessions' };
   if (path === '/account') return { page: 'account' };
+  if (path === '/projects') return { page: 'projects' };
+  const project = /^\/projects\/([^/]+)$/.exec(path);
+  if (project) return { page: 'project', id: decodeURIComponent(project[1]!) };
   const session = /^\/sessions\/([^/]+)$/.exec(path);
   if (session) return { page: 'session', id: decodeURIComponent(session[1]!) };
   return { page: 'not-found' };
