@@ -1,6 +1,6 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
-// and see the streamed answer, reload and see every phase in order, see a session another client
+// and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
 // created appear live, stop; telemetry drawn live with uPlot. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
 import { mkdirSync } from 'node:fs';
@@ -146,6 +146,33 @@ describe('the dashboard in a real browser', () => {
     expect(streamed.length).toBeGreaterThan(0);
     expect('alpha beta gamma delta epsilon'.startsWith(streamed[0]!)).toBe(true);
     expect(await page.getByTestId('turn-state').getAttribute('data-state')).toBe('IDLE');
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('Abort turn ends a running turn and its upstream call', async () => {
+    const { page } = w;
+    e.stub.setDelayMs(120_000);
+    try {
+      await page.getByLabel('Message').fill('Take your time.');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const turn = page.getByTestId('turn-state');
+      await waitFor(async () => (await turn.getAttribute('data-state')) === 'BUSY', {
+        timeoutMs: 60_000,
+        what: 'the turn to show BUSY',
+      });
+      await waitFor(async () => e.stub.openResponses() > 0, { timeoutMs: 60_000, what: 'the upstream call' });
+      await page.getByRole('button', { name: 'Abort turn' }).click();
+      await waitFor(async () => (await turn.getAttribute('data-state')) !== 'BUSY', {
+        timeoutMs: 60_000,
+        what: 'the turn to end',
+      });
+      await waitFor(async () => e.stub.openResponses() === 0, {
+        timeoutMs: 30_000,
+        what: 'the call to close',
+      });
+    } finally {
+      e.stub.setDelayMs(0);
+    }
     expect(w.problems).toEqual([]);
   }, 180_000);
 
