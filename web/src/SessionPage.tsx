@@ -25,6 +25,8 @@ import { Preview } from './Preview';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
+const MAX_EVENTS = 5_000;
+
 export function SessionPage({ id }: { id: string }) {
   const [page, refetch] = useQuery({ query: SessionPageDocument, variables: { id } });
   useOnConnected(useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]));
@@ -134,7 +136,19 @@ function Header({
         </div>
         <div>
           <dt>Kept alive</dt>
-          <dd>{session.sandbox?.keptAliveBecause ?? (canStop ? 'nothing: idle' : '—')}</dd>
+          <dd data-testid="kept-alive">
+            {session.sandbox?.keptAliveBecause ?? (canStop ? 'nothing: idle, the reaper may stop it' : '—')}
+          </dd>
+        </div>
+        <div>
+          <dt>Lease</dt>
+          <dd>
+            {session.lease
+              ? session.lease.live
+                ? `held (generation ${session.lease.generation}) until ${new Date(session.lease.expiresAt).toLocaleTimeString()}`
+                : `released (generation ${session.lease.generation})`
+              : 'none'}
+          </dd>
         </div>
         {session.stopReason && (
           <div>
@@ -236,7 +250,8 @@ function Conversation({ sessionId, ready, live }: { sessionId: string; ready: bo
   });
   const [events] = useSubscription(
     { query: SessionEventsDocument, variables: { sessionId }, pause: !live },
-    (all: AgentEvent[] = [], data) => [...all, data.sessionEvents],
+    // Bounded: what is older has been read back into the transcript by then.
+    (all: AgentEvent[] = [], data) => [...all.slice(-(MAX_EVENTS - 1)), data.sessionEvents],
   );
   const [sending, send] = useMutation(SendMessageDocument);
   const [aborting, abort] = useMutation(AbortTurnDocument);

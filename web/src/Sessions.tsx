@@ -30,7 +30,11 @@ export function Sessions() {
   useOnConnected(useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]));
   const [live] = useSubscription(
     { query: AccountSessionsDocument },
-    (events: SessionRowFragment[] = [], data) => [...events, data.accountSessions],
+    // The newest event of each session only: a tab left open for days stays as small as the list.
+    (latest: SessionRowFragment[] = [], data) => [
+      ...latest.filter((s) => s.id !== data.accountSessions.id),
+      data.accountSessions,
+    ],
   );
   const [status, setStatus] = useState<SessionStatus | ''>('');
   const [search, setSearch] = useState('');
