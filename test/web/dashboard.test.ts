@@ -215,6 +215,28 @@ describe('the dashboard in a real browser', () => {
     expect(w.problems).toEqual([]);
   }, 180_000);
 
+  test('the command palette runs Reload from the keyboard', async () => {
+    const { page } = w;
+    const status = page.getByTestId('reload-status');
+    const previous = await status.getAttribute('data-reload');
+    await page.keyboard.press('Control+k');
+    const palette = page.getByRole('dialog', { name: 'Commands' });
+    await palette.waitFor();
+    await page.keyboard.type('rel');
+    expect(await palette.getByRole('option').allTextContents()).toEqual(['Reload']);
+    await expectAccessible(page);
+    await page.keyboard.press('Enter');
+    await waitFor(
+      async () => {
+        const id = await status.getAttribute('data-reload', { timeout: 1_000 });
+        return id !== previous && (await status.getAttribute('data-status')) === 'SUCCEEDED';
+      },
+      { timeoutMs: 90_000, what: 'a second reload to succeed' },
+    );
+    expect(await palette.isVisible()).toBe(false);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
   test('a session another client creates appears in the list without a page load', async () => {
     const { page } = w;
     await page.getByRole('link', { name: 'Sessions' }).click();

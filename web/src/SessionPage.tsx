@@ -22,6 +22,7 @@ import { linkProps } from './router';
 import { StatusBadge, agentLabel, formatUsd } from './status';
 import { Telemetry } from './Telemetry';
 import { Preview } from './Preview';
+import { CommandPalette } from './CommandPalette';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
@@ -60,6 +61,7 @@ export function SessionPage({ id }: { id: string }) {
       <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
       {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
       {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
+      <CommandPalette />
     </>
   );
 }
@@ -96,7 +98,13 @@ function Header({
         <h1 id="session-title">
           Session <span className="mono">{session.branchName.slice(0, 8)}</span>
         </h1>
-        <button type="button" className="danger" disabled={!canStop || stopping.fetching} onClick={onStop}>
+        <button
+          type="button"
+          className="danger"
+          data-command="stop"
+          disabled={!canStop || stopping.fetching}
+          onClick={onStop}
+        >
           {stopping.fetching ? 'Stopping…' : 'Stop'}
         </button>
       </div>
@@ -203,13 +211,18 @@ function Reloads({
     <section className="card" aria-labelledby="reload-title">
       <div className="section-head">
         <h2 id="reload-title">Reload</h2>
-        <button type="button" disabled={!canReload || running || reloading.fetching} onClick={onReload}>
+        <button
+          type="button"
+          data-command="reload"
+          disabled={!canReload || running || reloading.fetching}
+          onClick={onReload}
+        >
           {running ? 'Reloading…' : 'Reload'}
         </button>
       </div>
       {shown ? (
         <>
-          <p data-testid="reload-status" data-status={shown.status} aria-live="polite">
+          <p data-testid="reload-status" data-status={shown.status} data-reload={shown.id} aria-live="polite">
             {shown.status === 'RUNNING'
               ? 'Reloading'
               : shown.status === 'SUCCEEDED'
@@ -351,7 +364,7 @@ function Conversation({ sessionId, ready, live }: { sessionId: string; ready: bo
           <button type="submit" disabled={!ready || sending.fetching || text.trim() === ''}>
             Send
           </button>
-          <button type="button" disabled={!busy || aborting.fetching} onClick={onAbort}>
+          <button type="button" data-command="abort" disabled={!busy || aborting.fetching} onClick={onAbort}>
             Abort turn
           </button>
         </form>
