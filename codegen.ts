@@ -1,5 +1,6 @@
-// graphql-codegen: typed documents from the committed SDL, for the tests (test/generated) and for the
-// daemon and the CLI (contract/generated), so a schema change that breaks either fails type-checking.
+// graphql-codegen: typed documents from the committed SDL, for the tests (test/generated), the daemon
+// and the CLI (contract/generated) and the dashboard (web/src/generated), so a schema change that
+// breaks any of them fails type-checking.
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
 const typesConfig = {
@@ -26,6 +27,12 @@ const config: CodegenConfig = {
     // The CLI's operations: contract/ is the one module the CLI shares with the control plane.
     'contract/generated/cli.ts': {
       documents: ['contract/documents/cli.graphql'],
+      plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
+      config: typesConfig,
+    },
+    // The dashboard (web/): only the public API, typed documents for urql.
+    'web/src/generated/graphql.ts': {
+      documents: ['web/src/**/*.graphql'],
       plugins: ['typescript', 'typescript-operations', 'typed-document-node'],
       config: typesConfig,
     },

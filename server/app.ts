@@ -26,6 +26,7 @@ import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-g
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
 import { createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
@@ -339,6 +340,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       });
       return;
     }
+    // The dashboard's files and its client routes (index.html); the API's paths are never its.
+    if (await serveDashboard(req, res, path)) return;
     track(res, path === '/graphql' ? 'graphql' : 'other');
     try {
       // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
@@ -430,7 +433,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
       if (printGraphiqlLink && app.bootstrapToken) {
         // The token travels in the link's query string: only for the operator's own terminal.
-        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n\n`);
+        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n`);
+        process.stdout.write(`Dashboard, token filled in: ${url}/?token=${app.bootstrapToken}\n\n`);
       }
     },
     async stop() {

@@ -1,6 +1,7 @@
 // Runs once per test run, in vitest's main process (vitest 4 global setup).
 // - The generated clients must exist (npm install runs `generate`), and the daemon bundle LOCAL
-//   sandboxes run is rebuilt from the current agent/ sources.
+//   sandboxes run is rebuilt from the current agent/ sources; the dashboard (dist/web) when web/
+//   changed since it was built.
 // - Migrates one template database; createTestDatabase() clones it (CREATE DATABASE … TEMPLATE …),
 //   so test files no longer each run every migration.
 // - Marks the run (run id, TMPDIR below a run directory, see support/test-run.ts) and, at the end,
@@ -8,7 +9,7 @@
 //   would otherwise keep running for hours after its clone is gone.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTemplateDatabase, dropDatabase } from './support/database';
@@ -16,6 +17,26 @@ import { TEMPLATE_DATABASE_VARIABLE, TEST_RUN_VARIABLE, runProcesses } from './s
 
 /** How long teardown lets the run's processes finish exiting before it calls them leaked. */
 const LEAK_GRACE_MS = 10_000;
+
+/** dist/web is rebuilt when a file under web/ is newer than it (the browser tests load it). */
+function buildDashboardIfStale(): void {
+  const root = new URL('..', import.meta.url).pathname;
+  const built = join(root, 'dist/web/index.html');
+  const builtAt = existsSync(built) ? statSync(built).mtimeMs : 0;
+  const newest = (dir: string): number =>
+    Math.max(
+      0,
+      ...readdirSync(dir, { withFileTypes: true }).map((e) =>
+        e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs,
+      ),
+    );
+  if (newest(join(root, 'web')) <= builtAt) return;
+  const build = spawnSync('npx', ['--no-install', 'vite', 'build', '--config', 'web/vite.config.ts'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error('Building the dashboard (dist/web) failed.');
+}
 
 export default async function setup(): Promise<() => Promise<void>> {
   if (!existsSync(new URL('../prisma/generated/client/client.ts', import.meta.url))) {
@@ -26,6 +47,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     stdio: 'inherit',
   });
   if (bundle.status !== 0) throw new Error('Building dist/singulacomp-agent.mjs failed.');
+  buildDashboardIfStale();
   const runId = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const previousTmpdir = process.env.TMPDIR;
   const runDir = join(tmpdir(), `sc-test-run-${runId}`);

@@ -42,6 +42,8 @@ describe('layering', () => {
     ],
     ['agent/x.ts', "import { createServices } from '../resolvers/services';", 'shares only contract/'],
     ['contract/x.ts', "import { ApiClient } from '../agent/api-client';", 'depends on neither'],
+    ['web/src/x.ts', "import { buildApp } from '../../server/app';", 'public GraphQL API only'],
+    ['web/src/x.ts', "import { SCOPES } from '../../resolvers/auth/principal';", 'public GraphQL API only'],
   ])('a file at %s is refused `%s`', (path, source, message) => {
     const result = lint(path, `${source}\nexport const used = 1;\n`);
     expect(result.ok).toBe(false);
@@ -54,6 +56,7 @@ describe('layering', () => {
     ['resolvers/x.ts', "import type { HardwareSpec } from '../image/spec';"],
     ['agent/x.ts', "import type { RuntimeState } from '../contract/daemon-api';"],
     ['server/x.ts', "import { createServices } from '../resolvers/services';"],
+    ['web/src/x.ts', "import { ViewerDocument } from './generated/graphql';"],
   ])('a file at %s may write `%s`', (path, source) => {
     const result = lint(path, `${source}\nexport type Used = unknown;\n`);
     expect(result.output).not.toContain('noRestrictedImports');

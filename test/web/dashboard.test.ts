@@ -1,0 +1,357 @@
+// The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
+// OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
+// and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
+// created appear live, stop; telemetry drawn live with uPlot. Each page is screenshotted (into .tmp/web/, for a person to look at)
+// and its pixels checked for content, checked with axe-core, and no page logs a console error.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CreateProjectDocument, CreateSessionDocument, StopSessionDocument } from '../generated/graphql';
+import { createProject } from '../leases/helpers';
+import { waitFor } from '../support/wait';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
+import { type WatchedPage, launchBrowser, openPage, seriousA11yViolations, summarisePng } from './helpers';
+
+const SHOTS = '.tmp/web';
+const PHASES = [
+  'CHECK_SESSION:STARTED',
+  'CHECK_SESSION:SUCCEEDED',
+  'REFRESH_REPOSITORY:STARTED',
+  'REFRESH_REPOSITORY:SUCCEEDED',
+  'COMPILE_AGENT_CONFIG:STARTED',
+  'COMPILE_AGENT_CONFIG:SUCCEEDED',
+  'APPLY_RUNTIME:STARTED',
+  'APPLY_RUNTIME:SUCCEEDED',
+  'VALIDATE_RUNTIME:STARTED',
+  'VALIDATE_RUNTIME:SUCCEEDED',
+  'CONFIRM_CONFIG:STARTED',
+  'CONFIRM_CONFIG:SUCCEEDED',
+];
+
+/** Records, in the page, what appeared: streamed answers and the number of reload phases shown. */
+const RECORDER = `(() => {
+  const seen = { streaming: [], phases: [] };
+  window.__seen = seen;
+  new MutationObserver(() => {
+    for (const el of document.querySelectorAll('[data-streaming="true"] p')) seen.streaming.push(el.textContent);
+    const n = document.querySelectorAll('[data-phase]').length;
+    if (seen.phases.at(-1) !== n) seen.phases.push(n);
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+})()`;
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  const png = await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const summary = summarisePng(png);
+  expect(summary.width).toBe(page.viewportSize()!.width);
+  // A blank or single-colour page has a handful of colours; text, badges and borders give many.
+  expect(summary.colours, `${name}.png colours`).toBeGreaterThan(16);
+}
+
+async function expectAccessible(page: Page): Promise<void> {
+  expect(await seriousA11yViolations(page)).toEqual([]);
+}
+
+describe('the dashboard in a real browser', () => {
+  let e: E2e;
+  let browser: Browser;
+  let w: WatchedPage;
+  let projectId: string;
+  let sessionId: string;
+
+  beforeAll(async () => {
+    e = await startE2e({
+      gateway: true,
+      // A sample every 2 s (the default is one a minute), so the chart has a line to draw.
+      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_TELEMETRY_INTERVAL_MS: '2000' },
+    });
+    projectId = await createProject(e.t, e.repo.url);
+    browser = await launchBrowser();
+    w = await openPage(browser);
+  }, E2E_SETUP_TIMEOUT_MS);
+  afterAll(async () => {
+    await w?.context.close();
+    await browser?.close();
+    await e?.stop();
+  });
+
+  test('signs in with the token from the start-up link, which leaves the address at once', async () => {
+    const { page } = w;
+    await page.goto(`${e.t.url}/?token=${e.t.adminToken}`);
+    const field = page.getByLabel('Personal access token');
+    await field.waitFor();
+    expect(await field.inputValue()).toBe(e.t.adminToken);
+    expect(page.url()).toBe(`${e.t.url}/`);
+    await screenshot(page, 'sign-in');
+    await expectAccessible(page);
+
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+    await waitFor(async () => (await page.getByTestId('account').textContent())?.includes('TEAM'), 30_000);
+    expect(await page.evaluate('sessionStorage.getItem("singulacomp.token")')).toBe(e.t.adminToken);
+    expect(w.problems).toEqual([]);
+  });
+
+  test('a wrong token is refused with the API’s message and code', async () => {
+    const other = await openPage(browser);
+    try {
+      await other.page.goto(`${e.t.url}/`);
+      await other.page.getByLabel('Personal access token').fill('singulacomp_pat_notavalidtoken');
+      await other.page.getByRole('button', { name: 'Sign in' }).click();
+      const alert = other.page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.getAttribute('data-code')).toBe('UNAUTHENTICATED');
+      expect(await alert.textContent()).toContain('UNAUTHENTICATED');
+      // The browser logs the 401 itself; nothing else may fail.
+      expect(other.problems.filter((p) => !p.includes('401'))).toEqual([]);
+    } finally {
+      await other.context.close();
+    }
+  });
+
+  test('creates a session from the form and watches it become ready', async () => {
+    const { page } = w;
+    await screenshot(page, 'sessions');
+    await expectAccessible(page);
+    await page.getByLabel('Prompt').fill('');
+    await page.getByRole('button', { name: 'Create session' }).click();
+    await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
+    sessionId = page.url().split('/').at(-1)!;
+    await page.evaluate(RECORDER);
+    await waitFor(async () => (await page.getByTestId('agent-state').getAttribute('data-ready')) === 'true', {
+      timeoutMs: 120_000,
+      what: 'the header to show the agent ready',
+    });
+    expect(await page.getByTestId('session-status').textContent()).toContain('RUNNING');
+    const api = await e.t.raw({ query: `{ session(id: "${sessionId}") { status agentReady } }` });
+    expect(api.data).toEqual({ session: { status: 'RUNNING', agentReady: true } });
+    expect(w.problems).toEqual([]);
+  }, 300_000);
+
+  test('a message streams the stub model’s answer into the conversation', async () => {
+    const { page } = w;
+    e.stub.setReply('alpha beta gamma delta epsilon');
+    await page.getByLabel('Message').fill('Say five words.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const answer = page.locator('li[data-role="assistant"]:not([data-streaming]) p');
+    await waitFor(
+      async () => (await answer.last().textContent({ timeout: 1_000 })) === 'alpha beta gamma delta epsilon',
+      { timeoutMs: 90_000, what: 'the stored answer' },
+    );
+    const user = page.locator('li[data-role="user"]:not([data-pending]) p');
+    expect(await user.allTextContents()).toEqual(['Say five words.']);
+    // The answer was on screen while it streamed, before the turn ended and it was read back.
+    const streamed = (await page.evaluate('window.__seen.streaming')) as string[];
+    expect(streamed.length).toBeGreaterThan(0);
+    expect('alpha beta gamma delta epsilon'.startsWith(streamed[0]!)).toBe(true);
+    expect(await page.getByTestId('turn-state').getAttribute('data-state')).toBe('IDLE');
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('Abort turn ends a running turn and its upstream call', async () => {
+    const { page } = w;
+    e.stub.setDelayMs(120_000);
+    try {
+      await page.getByLabel('Message').fill('Take your time.');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const turn = page.getByTestId('turn-state');
+      await waitFor(async () => (await turn.getAttribute('data-state')) === 'BUSY', {
+        timeoutMs: 60_000,
+        what: 'the turn to show BUSY',
+      });
+      await waitFor(async () => e.stub.openResponses() > 0, { timeoutMs: 60_000, what: 'the upstream call' });
+      await page.getByRole('button', { name: 'Abort turn' }).click();
+      await waitFor(async () => (await turn.getAttribute('data-state')) !== 'BUSY', {
+        timeoutMs: 60_000,
+        what: 'the turn to end',
+      });
+      await waitFor(async () => e.stub.openResponses() === 0, {
+        timeoutMs: 30_000,
+        what: 'the call to close',
+      });
+    } finally {
+      e.stub.setDelayMs(0);
+    }
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('telemetry is drawn with uPlot and grows live', async () => {
+    const { page } = w;
+    const panel = page.getByTestId('telemetry');
+    const samples = async () => Number(await panel.getAttribute('data-samples', { timeout: 1_000 }));
+    const first = await waitFor(async () => ((await samples()) >= 2 ? samples() : 0), {
+      timeoutMs: 60_000,
+      what: 'two telemetry samples',
+    });
+    await waitFor(async () => (await samples()) > first, { timeoutMs: 60_000, what: 'a live sample' });
+    await panel.locator('canvas').first().waitFor();
+    expect(await panel.textContent()).toMatch(/Memory\d+ MiB of \d+ MiB/);
+    const chart = summarisePng(await panel.locator('.chart').screenshot());
+    expect(chart.colours).toBeGreaterThan(16);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('a reload shows each phase as the server confirms it, in order', async () => {
+    const { page } = w;
+    await page.getByRole('button', { name: 'Reload', exact: true }).click();
+    const status = page.getByTestId('reload-status');
+    await waitFor(async () => (await status.getAttribute('data-status', { timeout: 1_000 })) !== 'RUNNING', {
+      timeoutMs: 90_000,
+      what: 'the reload to end',
+    });
+    expect(await status.getAttribute('data-status')).toBe('SUCCEEDED');
+    const phases = await page
+      .locator('[data-phase]')
+      .evaluateAll((els) => els.map((el) => el.getAttribute('data-phase')));
+    expect(phases).toEqual(PHASES);
+    // The list grew phase by phase (never shrank), starting before the reload was done.
+    const counts = (await page.evaluate('window.__seen.phases')) as number[];
+    expect(counts.at(-1)).toBe(PHASES.length);
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(counts.filter((n) => n > 0 && n < PHASES.length).length).toBeGreaterThan(0);
+    await screenshot(page, 'session');
+    await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('the command palette runs Reload from the keyboard', async () => {
+    const { page } = w;
+    const status = page.getByTestId('reload-status');
+    const previous = await status.getAttribute('data-reload');
+    await page.keyboard.press('Control+k');
+    const palette = page.getByRole('dialog', { name: 'Commands' });
+    await palette.waitFor();
+    await page.keyboard.type('rel');
+    expect(await palette.getByRole('option').allTextContents()).toEqual(['Reload']);
+    await expectAccessible(page);
+    await page.keyboard.press('Enter');
+    await waitFor(
+      async () => {
+        const id = await status.getAttribute('data-reload', { timeout: 1_000 });
+        return id !== previous && (await status.getAttribute('data-status')) === 'SUCCEEDED';
+      },
+      { timeoutMs: 90_000, what: 'a second reload to succeed' },
+    );
+    expect(await palette.isVisible()).toBe(false);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('a session another client creates appears in the list without a page load', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+    await page.locator(`tr[data-session="${sessionId}"]`).waitFor();
+    await page.evaluate('window.__samePage = true');
+    const created = await e.t.request(CreateSessionDocument, { input: { projectId } });
+    if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
+      throw new Error(JSON.stringify(created));
+    const otherId = created.data.createSession.session.sessionId;
+    try {
+      await page.locator(`tr[data-session="${otherId}"]`).waitFor({ timeout: 60_000 });
+      expect(await page.evaluate('window.__samePage')).toBe(true);
+    } finally {
+      await e.t.request(StopSessionDocument, { input: { sessionId: otherId } });
+    }
+    await waitFor(
+      async () =>
+        (await page.locator(`tr[data-session="${otherId}"]`).getAttribute('data-status')) === 'STOPPED',
+      { timeoutMs: 60_000, what: 'the stop to show in the list' },
+    );
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('the account page lists members and usage, and a new token’s secret is shown once and works', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+    expect(await page.getByTestId('members').textContent()).toContain('admin');
+    expect(await page.getByTestId('usage').textContent()).toMatch(/Billed: \$\d/);
+    await page.getByLabel('Token name').fill('dashboard-reader');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const secret = (await page.getByTestId('new-secret').textContent()) ?? '';
+    expect(secret).toMatch(/^singulacomp_pat_/);
+    await page.locator('tr[data-token="dashboard-reader"]').waitFor();
+    const viewer = await e.t.raw({ query: '{ viewer { scopes } }' }, secret);
+    expect(viewer.data).toEqual({
+      viewer: { scopes: ['projects:read', 'sessions:read', 'tokens:read'] },
+    });
+    await screenshot(page, 'account');
+    await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
+  test('the project page shows templates and secrets; a secret is set and never shown', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.getByTestId('projects').getByRole('link').first().click();
+    await page.getByRole('heading', { name: 'Templates' }).waitFor();
+    await page.getByLabel('Secret name').fill('DASHBOARD_SECRET');
+    await page.getByLabel('Value (write-only)').fill('s3cret-value');
+    await page.getByLabel('Deliver into sandboxes').check();
+    await page.getByRole('button', { name: 'Set secret' }).click();
+    const row = page.locator('[data-secret="DASHBOARD_SECRET"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('delivered into sandboxes');
+    expect(await page.getByLabel('Value (write-only)').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('s3cret-value');
+    const api = await e.t.raw({
+      query: `{ project(id: "${projectId}") { secrets { name runtimeDelivery } } }`,
+    });
+    expect(api.data).toEqual({ project: { secrets: [{ name: 'DASHBOARD_SECRET', runtimeDelivery: true }] } });
+    await screenshot(page, 'project');
+    await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
+  test('stops the session from its page', async () => {
+    const { page } = w;
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.locator(`tr[data-session="${sessionId}"] a.mono`).click();
+    await page.getByTestId('agent-state').waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await waitFor(async () => (await page.getByTestId('session-status').textContent())?.includes('STOPPED'), {
+      timeoutMs: 60_000,
+      what: 'the header to show STOPPED',
+    });
+    expect(await page.getByTestId('stop-reason').textContent()).toBe('USER');
+    const api = await e.t.raw({ query: `{ session(id: "${sessionId}") { status stopReason } }` });
+    expect(api.data).toEqual({ session: { status: 'STOPPED', stopReason: 'USER' } });
+    expect(w.problems).toEqual([]);
+  }, 120_000);
+
+  test('the 429 limit shows its message, code and retry time', async () => {
+    const seeded = await e.t.seedAccount({ tier: 'FREE' });
+    const limited = await e.t.raw(
+      { query: 'mutation { updateAccount(input: { concurrentSessionLimit: 0 }) { __typename } }' },
+      seeded.token,
+    );
+    expect(limited.errors).toBeUndefined();
+    const project = await e.t.request(
+      CreateProjectDocument,
+      { input: { name: 'limited', repositoryUrl: e.repo.url } },
+      seeded.token,
+    );
+    expect(project.data?.createProject.__typename).toBe('CreateProjectSuccess');
+    const other = await openPage(browser, { width: 375, height: 800 });
+    try {
+      await other.page.goto(`${e.t.url}/`);
+      await other.page.getByLabel('Personal access token').fill(seeded.token);
+      await other.page.getByRole('button', { name: 'Sign in' }).click();
+      await other.page.getByRole('button', { name: 'Create session' }).click();
+      const alert = other.page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.getAttribute('data-code')).toBe('CONCURRENT_SESSION_LIMIT');
+      const text = (await alert.textContent()) ?? '';
+      expect(text).toContain('Concurrent session limit reached: 0 of 0 sessions are live.');
+      expect(text).toMatch(/Retry after \d+ s \(at .+\)\./);
+      // 375 px wide: nothing but the table scrolls sideways.
+      expect(await other.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      await screenshot(other.page, 'sessions-375px-limit');
+      await expectAccessible(other.page);
+      expect(other.problems.filter((p) => !p.includes('429'))).toEqual([]);
+    } finally {
+      await other.context.close();
+    }
+  });
+});

@@ -1,0 +1,179 @@
+// The account: members, tokens (a new token's secret is shown once, here, and never again) and the
+// metered usage of the last 30 days (billed only on TEAM; other tiers see the cost for reference).
+import { useMemo, useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import { AccountPageDocument, CreatePersonalAccessTokenDocument } from './generated/graphql';
+import { formatUsd } from './status';
+
+const DAY_MS = 86_400_000;
+
+export function Account() {
+  const range = useMemo(() => {
+    const to = new Date(Math.ceil(Date.now() / DAY_MS) * DAY_MS);
+    return { from: new Date(to.getTime() - 30 * DAY_MS).toISOString(), to: to.toISOString() };
+  }, []);
+  const [page, refetch] = useQuery({ query: AccountPageDocument, variables: range });
+  if (page.error) return <Problem problem={problemFromError(page.error)} />;
+  const data = page.data;
+  if (!data) return <p aria-busy="true">Loading…</p>;
+  const { account } = data.viewer;
+  const usage = data.accountUsage;
+  return (
+    <>
+      <section className="card" aria-labelledby="account-title">
+        <h1 id="account-title">{account.name}</h1>
+        <p>
+          {account.tier} · {account.liveSessionCount} live session(s) of {account.concurrentSessionLimit}{' '}
+          allowed
+        </p>
+      </section>
+      <section className="card" aria-labelledby="usage-title" data-testid="usage">
+        <h2 id="usage-title">Usage, last 30 days</h2>
+        <p>
+          {Math.round(usage.seconds / 60)} sandbox minutes, cost {formatUsd(usage.costUsd)}.{' '}
+          {usage.billable
+            ? `Billed: ${formatUsd(usage.billedUsd)}.`
+            : `Not billed: only TEAM accounts are billed, and this one is ${usage.tier}.`}
+        </p>
+        {usage.providers.length > 0 && (
+          <table className="sessions">
+            <thead>
+              <tr>
+                <th scope="col">Provider</th>
+                <th scope="col">Sandboxes</th>
+                <th scope="col">Minutes</th>
+                <th scope="col">Cost</th>
+              </tr>
+            </thead>
+            <tbody>
+              {usage.providers.map((p) => (
+                <tr key={p.provider}>
+                  <td>{p.provider}</td>
+                  <td>{p.sandboxCount}</td>
+                  <td>{Math.round(p.seconds / 60)}</td>
+                  <td>{formatUsd(p.costUsd)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      <section className="card" aria-labelledby="members-title">
+        <h2 id="members-title">Members</h2>
+        <ul data-testid="members">
+          {account.members.map((m) => (
+            <li key={m.id}>
+              {m.name} &lt;{m.email}&gt; · {m.role.toLowerCase()}
+            </li>
+          ))}
+        </ul>
+      </section>
+      <Tokens
+        scopes={data.viewer.scopes}
+        tokens={data.viewer.tokens.edges.map((edge) => edge.node)}
+        onCreated={() => refetch({ requestPolicy: 'network-only' })}
+      />
+    </>
+  );
+}
+
+interface TokenRow {
+  id: string;
+  name: string;
+  kind: string;
+  prefix: string;
+  scopes: string[];
+  createdAt: string;
+  lastUsedAt?: string | null;
+  revokedAt?: string | null;
+}
+
+function Tokens({ scopes, tokens, onCreated }: { scopes: string[]; tokens: TokenRow[]; onCreated(): void }) {
+  const [creating, create] = useMutation(CreatePersonalAccessTokenDocument);
+  const [name, setName] = useState('');
+  const [chosen, setChosen] = useState<string[]>(() => scopes.filter((s) => s.endsWith(':read')));
+  const [secret, setSecret] = useState<string | null>(null);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+
+  async function submit(event: { preventDefault(): void }) {
+    event.preventDefault();
+    setProblem(null);
+    setSecret(null);
+    const result = await create({ input: { name: name.trim(), scopes: chosen } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.createPersonalAccessToken;
+    if (payload?.__typename === 'CreateTokenSuccess') {
+      setSecret(payload.secret);
+      setName('');
+      onCreated();
+    } else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  return (
+    <section className="card" aria-labelledby="tokens-title">
+      <h2 id="tokens-title">Tokens</h2>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus */}
+      <section className="table-wrap" aria-label="Tokens table" tabIndex={0}>
+        <table className="sessions">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Prefix</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">Last used</th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.map((t) => (
+              <tr key={t.id} data-token={t.name}>
+                <td>
+                  {t.name}
+                  {t.revokedAt && ' (revoked)'}
+                </td>
+                <td>{t.kind.toLowerCase().replace('_', ' ')}</td>
+                <td className="mono">{t.prefix}</td>
+                <td>{t.scopes.join(', ')}</td>
+                <td>{t.lastUsedAt ? new Date(t.lastUsedAt).toLocaleString() : 'never'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+      <form className="create" onSubmit={submit}>
+        <label>
+          Token name
+          <input name="tokenName" value={name} required onChange={(e) => setName(e.target.value)} />
+        </label>
+        <fieldset className="wide">
+          <legend>Scopes</legend>
+          {scopes.map((scope) => (
+            <label key={scope} className="check">
+              <input
+                type="checkbox"
+                checked={chosen.includes(scope)}
+                onChange={(e) =>
+                  setChosen((all) => (e.target.checked ? [...all, scope] : all.filter((s) => s !== scope)))
+                }
+              />{' '}
+              {scope}
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" disabled={creating.fetching || name.trim() === ''}>
+          Create token
+        </button>
+      </form>
+      {secret && (
+        <div className="secret" role="status">
+          <p>Copy the token now: it is shown once and never again.</p>
+          <output className="mono" data-testid="new-secret">
+            {secret}
+          </output>
+        </div>
+      )}
+      <Problem problem={problem} />
+    </section>
+  );
+}

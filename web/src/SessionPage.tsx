@@ -1,0 +1,377 @@
+// One session: the header (status, agent state, lease, reload phases as the server confirms each),
+// the conversation (sendMessage, streamed over sessionEvents, abortTurn) and stop.
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useMutation, useQuery, useSubscription } from 'urql';
+import { useOnConnected } from './api-context';
+import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import {
+  AbortTurnDocument,
+  type ReloadViewFragment,
+  ReloadProgressDocument,
+  ReloadSessionDocument,
+  SendMessageDocument,
+  type SessionEventsSubscription,
+  SessionEventsDocument,
+  type SessionHeaderFragment,
+  SessionMessagesDocument,
+  SessionPageDocument,
+  SessionUpdatedDocument,
+  StopSessionDocument,
+} from './generated/graphql';
+import { linkProps } from './router';
+import { StatusBadge, agentLabel, formatUsd } from './status';
+import { Telemetry } from './Telemetry';
+import { Preview } from './Preview';
+import { CommandPalette } from './CommandPalette';
+
+type AgentEvent = SessionEventsSubscription['sessionEvents'];
+
+const MAX_EVENTS = 5_000;
+
+export function SessionPage({ id }: { id: string }) {
+  const [page, refetch] = useQuery({ query: SessionPageDocument, variables: { id } });
+  useOnConnected(useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]));
+  const [updated] = useSubscription({ query: SessionUpdatedDocument, variables: { id } });
+  const [stopped, setStopped] = useState<SessionHeaderFragment | null>(null);
+  const session = newest([page.data?.session, updated.data?.sessionUpdated, stopped]);
+
+  if (page.error) return <Problem problem={problemFromError(page.error)} />;
+  if (!session) {
+    return page.fetching ? (
+      <p aria-busy="true">Loading…</p>
+    ) : (
+      <section>
+        <h1>Session not found</h1>
+        <p>
+          No session {id} in this account. <a {...linkProps('/')}>Back to the sessions</a>.
+        </p>
+      </section>
+    );
+  }
+  const live = session.status === 'RUNNING' || session.status === 'PROVISIONING';
+  return (
+    <>
+      <Header session={session} onStopped={setStopped} />
+      {updated.error && <Problem problem={problemFromError(updated.error)} />}
+      <Reloads
+        sessionId={session.sessionId}
+        latest={page.data?.session?.reloads.edges[0]?.node ?? null}
+        canReload={session.status === 'RUNNING'}
+      />
+      <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
+      {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
+      {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
+      <CommandPalette />
+    </>
+  );
+}
+
+function newest<T extends { seq: number }>(candidates: (T | null | undefined)[]): T | null {
+  let best: T | null = null;
+  for (const c of candidates) if (c && (!best || c.seq >= best.seq)) best = c;
+  return best;
+}
+
+function Header({
+  session,
+  onStopped,
+}: {
+  session: SessionHeaderFragment;
+  onStopped(session: SessionHeaderFragment): void;
+}) {
+  const [stopping, stop] = useMutation(StopSessionDocument);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const canStop = session.status === 'RUNNING' || session.status === 'PROVISIONING';
+
+  async function onStop() {
+    setProblem(null);
+    const result = await stop({ input: { sessionId: session.sessionId } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.stopSession;
+    if (payload?.__typename === 'StopSessionSuccess') onStopped(payload.session);
+    else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  return (
+    <section className="card session-header" aria-labelledby="session-title">
+      <div className="section-head">
+        <h1 id="session-title">
+          Session <span className="mono">{session.branchName.slice(0, 8)}</span>
+        </h1>
+        <button
+          type="button"
+          className="danger"
+          data-command="stop"
+          disabled={!canStop || stopping.fetching}
+          onClick={onStop}
+        >
+          {stopping.fetching ? 'Stopping…' : 'Stop'}
+        </button>
+      </div>
+      <dl className="facts">
+        <div>
+          <dt>Status</dt>
+          <dd data-testid="session-status">
+            <StatusBadge status={session.status} />
+            {session.provisioningPhase && ` ${session.provisioningPhase.toLowerCase().replaceAll('_', ' ')}`}
+          </dd>
+        </div>
+        <div>
+          <dt>Agent</dt>
+          <dd data-testid="agent-state" data-ready={session.agentReady}>
+            {agentLabel(session)}
+          </dd>
+        </div>
+        <div>
+          <dt>Branch</dt>
+          <dd className="mono">{session.branchName}</dd>
+        </div>
+        <div>
+          <dt>Base</dt>
+          <dd className="mono">{session.baseRef}</dd>
+        </div>
+        <div>
+          <dt>Project</dt>
+          <dd>{session.project.name}</dd>
+        </div>
+        <div>
+          <dt>Template</dt>
+          <dd>{session.template?.slug ?? 'default'}</dd>
+        </div>
+        <div>
+          <dt>Cost</dt>
+          <dd>{formatUsd(session.costUsd)}</dd>
+        </div>
+        <div>
+          <dt>Kept alive</dt>
+          <dd data-testid="kept-alive">
+            {session.sandbox?.keptAliveBecause ?? (canStop ? 'nothing: idle, the reaper may stop it' : '—')}
+          </dd>
+        </div>
+        <div>
+          <dt>Lease</dt>
+          <dd>
+            {session.lease
+              ? session.lease.live
+                ? `held (generation ${session.lease.generation}) until ${new Date(session.lease.expiresAt).toLocaleTimeString()}`
+                : `released (generation ${session.lease.generation})`
+              : 'none'}
+          </dd>
+        </div>
+        {session.stopReason && (
+          <div>
+            <dt>Stopped</dt>
+            <dd data-testid="stop-reason">{session.stopReason}</dd>
+          </div>
+        )}
+        {session.failureReason && (
+          <div>
+            <dt>Failure</dt>
+            <dd>{session.failureReason}</dd>
+          </div>
+        )}
+      </dl>
+      <Problem problem={problem} />
+    </section>
+  );
+}
+
+function Reloads({
+  sessionId,
+  latest,
+  canReload,
+}: {
+  sessionId: string;
+  latest: ReloadViewFragment | null;
+  canReload: boolean;
+}) {
+  const [started, setStarted] = useState<ReloadViewFragment | null>(null);
+  const [reloading, reload] = useMutation(ReloadSessionDocument);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const current = started ?? latest;
+  const [progress] = useSubscription({
+    query: ReloadProgressDocument,
+    variables: { reloadId: current?.id ?? '' },
+    pause: current?.status !== 'RUNNING',
+  });
+  const confirmed = progress.data?.reloadProgress;
+  const shown = confirmed && confirmed.id === current?.id ? confirmed : current;
+
+  async function onReload() {
+    setProblem(null);
+    const result = await reload({ input: { sessionId } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.reloadSession;
+    if (payload?.__typename === 'ReloadSessionSuccess') setStarted(payload.reload);
+    else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  const running = shown?.status === 'RUNNING';
+  return (
+    <section className="card" aria-labelledby="reload-title">
+      <div className="section-head">
+        <h2 id="reload-title">Reload</h2>
+        <button
+          type="button"
+          data-command="reload"
+          disabled={!canReload || running || reloading.fetching}
+          onClick={onReload}
+        >
+          {running ? 'Reloading…' : 'Reload'}
+        </button>
+      </div>
+      {shown ? (
+        <>
+          <p data-testid="reload-status" data-status={shown.status} data-reload={shown.id} aria-live="polite">
+            {shown.status === 'RUNNING'
+              ? 'Reloading'
+              : shown.status === 'SUCCEEDED'
+                ? 'Reloaded'
+                : 'Reload failed'}{' '}
+            (started {new Date(shown.createdAt).toLocaleTimeString()}){shown.error && `: ${shown.error}`}
+          </p>
+          <ol className="phases">
+            {shown.phases.map((p) => (
+              <li key={`${p.name}:${p.status}`} data-phase={`${p.name}:${p.status}`} className={p.status}>
+                <span className="mono">{p.name.toLowerCase().replaceAll('_', ' ')}</span>{' '}
+                {p.status.toLowerCase()}
+                {p.message && ` — ${p.message}`}
+              </li>
+            ))}
+          </ol>
+        </>
+      ) : (
+        <p>No reload yet.</p>
+      )}
+      <Problem problem={problem} />
+    </section>
+  );
+}
+
+interface Pending {
+  key: number;
+  text: string;
+  /** History length when it was sent: shown until the transcript grows past it. */
+  historyLength: number;
+}
+
+function Conversation({ sessionId, ready, live }: { sessionId: string; ready: boolean; live: boolean }) {
+  const [history, refetchHistory] = useQuery({
+    query: SessionMessagesDocument,
+    variables: { id: sessionId },
+    requestPolicy: 'network-only',
+  });
+  const [events] = useSubscription(
+    { query: SessionEventsDocument, variables: { sessionId }, pause: !live },
+    // Bounded: what is older has been read back into the transcript by then.
+    (all: AgentEvent[] = [], data) => [...all.slice(-(MAX_EVENTS - 1)), data.sessionEvents],
+  );
+  const [sending, send] = useMutation(SendMessageDocument);
+  const [aborting, abort] = useMutation(AbortTurnDocument);
+  const [text, setText] = useState('');
+  const [pending, setPending] = useState<Pending[]>([]);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+
+  const messages = history.data?.session?.messages.edges.map((edge) => edge.node) ?? [];
+  const turn = [...(events.data ?? [])].reverse().find((ev) => ev.kind === 'TURN_STATE');
+  const busy = turn?.turnState === 'BUSY';
+
+  // A turn that ended: read the transcript back (the streamed text becomes the stored message).
+  const endedSeq = turn && turn.turnState !== 'BUSY' ? turn.seq : null;
+  useEffect(() => {
+    if (endedSeq !== null) refetchHistory({ requestPolicy: 'network-only' });
+  }, [endedSeq, refetchHistory]);
+
+  const streaming = useMemo(() => {
+    const known = new Set(messages.map((m) => m.id));
+    const byMessage = new Map<string, string>();
+    for (const ev of events.data ?? []) {
+      if (ev.kind !== 'TEXT_DELTA' || !ev.messageId || known.has(ev.messageId)) continue;
+      byMessage.set(ev.messageId, (byMessage.get(ev.messageId) ?? '') + (ev.delta ?? ''));
+    }
+    return [...byMessage.entries()];
+  }, [events.data, messages]);
+  const waiting = pending.filter((p) => messages.length <= p.historyLength);
+
+  async function onSend(event: { preventDefault(): void }) {
+    event.preventDefault();
+    const value = text.trim();
+    if (!value) return;
+    setProblem(null);
+    const result = await send({ input: { sessionId, text: value } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.sendMessage;
+    if (payload?.__typename === 'SendMessageSuccess') {
+      setPending((all) => [...all, { key: Date.now(), text: value, historyLength: messages.length }]);
+      setText('');
+    } else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  async function onAbort() {
+    setProblem(null);
+    const result = await abort({ input: { sessionId } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.abortTurn;
+    if (payload && payload.__typename !== 'AbortTurnSuccess') setProblem(problemFromPayload(payload));
+  }
+
+  return (
+    <section className="card" aria-labelledby="conversation-title">
+      <div className="section-head">
+        <h2 id="conversation-title">Conversation</h2>
+        <span data-testid="turn-state" data-state={turn?.turnState ?? 'NONE'} aria-live="polite">
+          {busy ? 'Agent is working…' : turn?.turnState === 'ERROR' ? `Turn failed: ${turn.error ?? ''}` : ''}
+        </span>
+      </div>
+      {history.error && <Problem problem={problemFromError(history.error)} />}
+      {events.error && <Problem problem={problemFromError(events.error)} />}
+      <ol className="transcript" aria-label="Transcript">
+        {messages.map((m) => (
+          <li key={m.id} className={`message ${m.role}`} data-role={m.role} data-message={m.id}>
+            <span className="role">{m.role}</span>
+            <p>{m.text}</p>
+            {m.error && <p className="problem">{m.error}</p>}
+          </li>
+        ))}
+        {waiting.map((p) => (
+          <li key={p.key} className="message user" data-role="user" data-pending="true">
+            <span className="role">user</span>
+            <p>{p.text}</p>
+          </li>
+        ))}
+        {streaming.map(([messageId, answer]) => (
+          <li key={messageId} className="message assistant" data-role="assistant" data-streaming="true">
+            <span className="role">assistant</span>
+            <p>{answer}</p>
+          </li>
+        ))}
+      </ol>
+      {live ? (
+        <form className="composer" onSubmit={onSend}>
+          <label htmlFor="message" className="visually-hidden">
+            Message
+          </label>
+          <textarea
+            id="message"
+            rows={2}
+            value={text}
+            placeholder={ready ? 'Ask the agent…' : 'The agent is starting…'}
+            onChange={(e) => setText(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) void onSend(e);
+            }}
+          />
+          <button type="submit" disabled={!ready || sending.fetching || text.trim() === ''}>
+            Send
+          </button>
+          <button type="button" data-command="abort" disabled={!busy || aborting.fetching} onClick={onAbort}>
+            Abort turn
+          </button>
+        </form>
+      ) : (
+        <p>The session has ended; its transcript is gone with its sandbox.</p>
+      )}
+      <Problem problem={problem} />
+    </section>
+  );
+}

@@ -1,0 +1,63 @@
+// Sign-in with a personal access token, kept in session storage (gone when the tab closes). A
+// `?token=` in the address (the development link the server prints at start-up) fills the field and
+// is removed from the address at once.
+import { useState } from 'react';
+import { createApiClient } from './client';
+import { type ApiProblem, Problem, problemFromError } from './errors';
+import { ViewerDocument } from './generated/graphql';
+
+const TOKEN = /^[A-Za-z0-9_.-]{1,4096}$/;
+
+function tokenFromAddress(): string {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return '';
+  url.searchParams.delete('token');
+  history.replaceState(null, '', url.pathname + url.search + url.hash);
+  return TOKEN.test(token) ? token : '';
+}
+
+export function SignIn({ onSignedIn }: { onSignedIn(token: string): void }) {
+  const [token, setToken] = useState(tokenFromAddress);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(event: { preventDefault(): void }) {
+    event.preventDefault();
+    setBusy(true);
+    setProblem(null);
+    const api = createApiClient(token.trim());
+    try {
+      const result = await api.urql.query(ViewerDocument, {}, { requestPolicy: 'network-only' }).toPromise();
+      if (result.error) setProblem(problemFromError(result.error));
+      else if (result.data) onSignedIn(token.trim());
+    } finally {
+      api.dispose();
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main className="signin">
+      <h1>SingulaComp</h1>
+      <form onSubmit={submit}>
+        <label htmlFor="token">Personal access token</label>
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autoComplete="off"
+          spellCheck={false}
+          placeholder="singulacomp_pat_…"
+          value={token}
+          onChange={(event) => setToken(event.target.value)}
+          required
+        />
+        <button type="submit" disabled={busy || token.trim() === ''}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <Problem problem={problem} />
+      </form>
+    </main>
+  );
+}
