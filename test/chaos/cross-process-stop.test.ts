@@ -24,7 +24,7 @@ describe('stopping LOCAL sandboxes from another server process', { timeout: 300_
 
   afterAll(async () => {
     await fleet?.stop();
-  }, 120_000);
+  });
 
   async function createRunning(n: number): Promise<string[]> {
     const ids: string[] = [];

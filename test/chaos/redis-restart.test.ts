@@ -76,7 +76,7 @@ describe('a Redis restart under load', { timeout: 300_000 }, () => {
     for (const f of followers) f.close();
     for (const s of sockets) await s.dispose();
     await fleet?.stop();
-  }, 120_000);
+  });
 
   const cursor = async () => {
     const { rows } = await fleet.sql.query(

@@ -34,7 +34,7 @@ describe('the singulacomp CLI', () => {
     projectId = res.data.createProject.project.projectId;
     const home = mkdtempSync(join(tmpdir(), 'sc-cli-home-'));
     cliEnv = { HOME: home, SINGULACOMP_CONFIG_DIR: join(home, 'config') };
-  }, 240_000);
+  });
   afterAll(async () => t?.stop());
 
   test('login stores the token in a 0600 config file; SINGULACOMP_TOKEN and SINGULACOMP_API_URL win over it', async () => {
@@ -61,7 +61,7 @@ describe('the singulacomp CLI', () => {
     });
     expect(wrongUrl.code).toBe(1);
     expect(wrongUrl.stderr).toContain('cannot reach http://127.0.0.1:9');
-  }, 120_000);
+  });
 
   test('sessions and change requests from scripts: create, list, open, merge with --json', async () => {
     const session = parse<{ sessionId: string; branchName: string; status: string }>(
@@ -138,7 +138,7 @@ describe('the singulacomp CLI', () => {
     const after = await cli(['projects', 'list'], asToken);
     expect(after.code).toBe(1);
     expect(after.stderr).toContain('UNAUTHENTICATED');
-  }, 120_000);
+  });
 
   test('destructive commands ask first: off a terminal they need --yes, on a terminal they wait for y', async () => {
     const session = parse<{ sessionId: string }>(

@@ -26,7 +26,7 @@ describe('singulacomp-entrypoint', () => {
     const result = await run(['unshare', '--pid', '--fork', '--mount-proc', ENTRYPOINT, ...ORPHAN_THEN_LIST]);
     expect(result.code).toBe(0);
     expect(result.stdout).not.toMatch(/^Z/m);
-  }, 60_000);
+  });
 
   test('a PID 1 that does not reap leaves the same orphan a zombie (the check above can fail)', async () => {
     const [cmd, ...args] = ORPHAN_THEN_LIST;
@@ -41,7 +41,7 @@ describe('singulacomp-entrypoint', () => {
       notReaping,
     ]);
     expect(result.stdout).toMatch(/^Z/m);
-  }, 60_000);
+  });
 
   test('forwards SIGTERM to the daemon and exits with the daemon’s status', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sc-entry-'));
@@ -60,10 +60,10 @@ describe('singulacomp-entrypoint', () => {
     entry.kill('SIGTERM');
     expect(await exited).toBe(7);
     expect(readFileSync(marker, 'utf8')).toBe('TERM');
-  }, 60_000);
+  });
 
   test('exits with the daemon’s own exit status when it ends by itself', async () => {
     const result = await run([ENTRYPOINT, 'sh', '-c', 'exit 3']);
     expect(result.code).toBe(3);
-  }, 30_000);
+  });
 });

@@ -54,7 +54,7 @@ describe('singulacomp sessions reload', () => {
       const v = await e.t.request(AgentSessionDocument, { id: s.sessionId });
       return v.data?.session?.sandbox?.runtimeState === 'HEALTHY';
     }, 90_000);
-  }, 180_000);
+  });
   afterAll(async () => e?.stop());
 
   test("the document's command runs inside the sandbox on SINGULACOMP_TOKEN and prints each phase in order", async () => {
@@ -82,7 +82,7 @@ describe('singulacomp sessions reload', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/FORBIDDEN|No session/);
-  }, 60_000);
+  });
 
   test('on a terminal a user sees the phases live, and without --no-repo the workspace pulls the session branch through the proxy', async () => {
     // Someone pushes to the session branch upstream; the reload's REFRESH_REPOSITORY must bring it in.

@@ -36,7 +36,7 @@ describe('talking to the agent over GraphQL', () => {
     }, 90_000);
     socket = openSocket(e.t.wsUrl, pat);
     events = watch(socket, SessionEventsDocument, { sessionId: s.sessionId, after: 0 });
-  }, 150_000);
+  });
   afterAll(async () => {
     await socket?.dispose();
     await e?.stop();
@@ -89,7 +89,7 @@ describe('talking to the agent over GraphQL', () => {
       pat,
     );
     expect(second.data!.session!.messages.edges.map((edge) => edge.node.id)).toEqual([messages[1]!.id]);
-  }, 120_000);
+  });
 
   test('the stub upstream received the gateway’s calls with the server’s key, never a sandbox credential', async () => {
     expect(e.stub.requests.length).toBeGreaterThan(0);
@@ -140,7 +140,7 @@ describe('talking to the agent over GraphQL', () => {
     } finally {
       e.stub.setDelayMs(0);
     }
-  }, 120_000);
+  });
 
   test('an empty message is a validation error and a sandbox token cannot send one', async () => {
     const empty = await e.t.request(

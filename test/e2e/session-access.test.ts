@@ -151,7 +151,7 @@ describe('reaching a session from outside', () => {
     app = await startSandboxApp(appPort);
     const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
     servicePort = Number(new URL(sandbox.serviceUrl!).port);
-  }, 150_000);
+  });
   afterAll(async () => {
     await app?.close();
     await e?.stop();
@@ -181,7 +181,7 @@ describe('reaching a session from outside', () => {
         }
       }
       expect(seen).toBe(true);
-    }, 60_000);
+    });
 
     test('without a token, or with another account’s token, the agent is not reachable', async () => {
       const none = await fetch(`${e.t.url}/v1/sessions/${s.sessionId}/agent/session`);
@@ -255,7 +255,7 @@ describe('reaching a session from outside', () => {
         const statuses = await (await fetch(`${base}/session/status`, { headers })).json();
         return !(statuses as Record<string, unknown>)[session.id];
       }, 60_000);
-    }, 120_000);
+    });
   });
 
   describe('previews', () => {
@@ -382,7 +382,7 @@ describe('reaching a session from outside', () => {
         parent.close();
         rmSync(profile, { recursive: true, force: true });
       }
-    }, 90_000);
+    });
 
     test('port 8000 and the daemon’s own port are never proxied', async () => {
       const asked = await previewUrl(8000);
@@ -552,5 +552,5 @@ describe('reaching a session from outside', () => {
     }, 30_000);
     expect(session.stopReason).toBe('IDLE_REAPED');
     ws.terminate();
-  }, 60_000);
+  });
 });

@@ -93,7 +93,7 @@ describe('the LLM gateway over HTTP', () => {
     const repo = createTestRepo({ 'README.md': '# gateway\n' });
     s = await startSession(t, await createProject(t, repo.url));
     base = `${t.url}/v1/llm`;
-  }, 120_000);
+  });
   afterAll(async () => {
     await t?.stop();
     await openai?.close();

@@ -80,7 +80,7 @@ describe('change requests', () => {
     const res = await t.request(CreateProjectDocument, { input: { name: 'cr', repositoryUrl: repo.url } });
     if (res.data?.createProject.__typename !== 'CreateProjectSuccess') throw new Error(JSON.stringify(res));
     projectId = res.data.createProject.project.projectId;
-  }, 240_000);
+  });
   afterAll(async () => t?.stop());
 
   test('opening reports head and base commits and diff statistics, and the project lists it', async () => {
@@ -107,7 +107,7 @@ describe('change requests', () => {
       input: { sessionId: s.sessionId, title: 'Twice' },
     });
     expect(again.data?.openChangeRequest).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });
-  }, 60_000);
+  });
 
   test('FAST_FORWARD moves the default branch upstream to the session head', async () => {
     const s = await newSession();
@@ -119,7 +119,7 @@ describe('change requests', () => {
       changeRequest: { status: 'MERGED', mergeMethod: 'FAST_FORWARD', mergeCommit: head },
     });
     expect(repo.head()).toBe(head);
-  }, 60_000);
+  });
 
   test('MERGE creates a merge commit of base and head on the default branch upstream', async () => {
     const s = await newSession();
@@ -138,7 +138,7 @@ describe('change requests', () => {
     expect(git(repo.url, 'show', `${merged}:merge-me.txt`)).toBe('session');
     expect(git(repo.url, 'show', `${merged}:main-only.txt`)).toBe('main moved');
     expect(git(repo.url, 'log', '-1', '--format=%s', merged)).toBe('Merge change request: Merge me');
-  }, 60_000);
+  });
 
   test('SQUASH lands one commit whose parent is the base and whose tree holds the session work', async () => {
     const s = await newSession();
@@ -154,7 +154,7 @@ describe('change requests', () => {
     expect(git(repo.url, 'rev-list', '--parents', '-n', '1', squashed).split(' ').slice(1)).toEqual([base]);
     expect(git(repo.url, 'log', '-1', '--format=%s', squashed)).toBe('Squashed work');
     expect(git(repo.url, 'show', `${squashed}:squash-2.txt`)).toBe('two');
-  }, 60_000);
+  });
 
   test('a conflicting change request is refused with its paths and nothing changes', async () => {
     const s = await newSession();
@@ -181,7 +181,7 @@ describe('change requests', () => {
     expect(listed.data?.project?.changeRequests.edges.find((e) => e.node.id === cr.id)?.node.status).toBe(
       'OPEN',
     );
-  }, 60_000);
+  });
 
   test('closing ends a change request: it cannot be merged afterwards, and watchers see each change', async () => {
     const s = await newSession();
@@ -203,7 +203,7 @@ describe('change requests', () => {
     const res = await merge(cr.id, 'MERGE');
     expect(res.data?.mergeChangeRequest).toMatchObject({ __typename: 'ConflictError' });
     expect(repo.head()).toBe(before);
-  }, 60_000);
+  });
 
   test('merging needs projects:write: a read-only token and other accounts are refused', async () => {
     const s = await newSession();
@@ -231,5 +231,5 @@ describe('change requests', () => {
       where: { id: cr.changeRequestId },
     });
     expect(stored.status).toBe('OPEN');
-  }, 60_000);
+  });
 });

@@ -97,7 +97,7 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     const pushed = await sandboxGit(a, 'push', 'origin', 'HEAD');
     expect(pushed.code, pushed.stderr).toBe(0);
     expect(repo.branches()[a.session.sessionId]).toBe(head);
-  }, 60_000);
+  });
 
   test.each([
     ['the default branch', ['HEAD:refs/heads/main'], 'the default branch main is written only by merging'],
@@ -130,7 +130,7 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     expect(pushed.stderr).toMatch(/non-fast-forward/);
     expect(repo.branches()[a.session.sessionId]).toBe(upstream);
     await sandboxGit(a, 'reset', '-q', '--hard', upstream!);
-  }, 60_000);
+  });
 
   test('a refusal by the upstream is reported and leaves the mirror as the upstream is', async () => {
     const hook = join(repo.url, 'hooks', 'pre-receive');
@@ -152,7 +152,7 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     expect(repo.branches()[b.session.sessionId]).toBe(
       (await sandboxGit(b, 'rev-parse', 'HEAD')).stdout.trim(),
     );
-  }, 60_000);
+  });
 
   test('fetching through the proxy brings commits pushed upstream by someone else', async () => {
     git(repo.workdir, 'fetch', '-q', 'origin', a.session.sessionId);
@@ -167,7 +167,7 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     expect((await sandboxGit(a, 'rev-parse', 'HEAD')).stdout.trim()).toBe(
       repo.branches()[a.session.sessionId],
     );
-  }, 60_000);
+  });
 
   test('no upstream credential or upstream location is in the environment or any file of the sandbox', async () => {
     const offenders: string[] = [];
@@ -222,5 +222,5 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
     );
     expect(await ask('protocol=https\nhost=github.com\n\n')).toBe('');
     expect(await ask(`protocol=https\nhost=${api.host}\n\n`)).toBe('');
-  }, 30_000);
+  });
 });

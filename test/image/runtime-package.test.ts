@@ -127,7 +127,7 @@ describe('the runtime package', () => {
   beforeAll(async () => {
     built = await buildRuntimePackage({ outDir: outA, version: VERSION });
     unpacked = unpack(built.tarball);
-  }, 120_000);
+  });
 
   afterAll(() => {
     for (const dir of [outA, outB, unpacked]) if (dir) rmSync(dir, { recursive: true, force: true });
@@ -172,7 +172,7 @@ describe('the runtime package', () => {
     expect(readFileSync(join(unpacked, 'bin/singulacomp-entrypoint'), 'utf8')).toBe(
       readFileSync(new URL('../../cli/entrypoint.sh', import.meta.url), 'utf8'),
     );
-  }, 120_000);
+  });
 
   test('unpacked outside the repository, the commands run on plain node with nothing to resolve modules from', async () => {
     // No node_modules anywhere above the unpacked tree, so a bare import could not be satisfied.
@@ -212,7 +212,7 @@ describe('the runtime package', () => {
     );
     expect(entry.code).toBe(2);
     expect(entry.stderr).toContain("flags: Unknown option '--no-such-flag'");
-  }, 120_000);
+  });
 
   test('the unpacked CLI talks to a real server (GraphQL over HTTP from the bundle)', async () => {
     let t: TestApp | undefined;
@@ -413,7 +413,7 @@ describe('the runtime package', () => {
         tampered = false;
         rmSync(root, { recursive: true, force: true });
       }
-    }, 120_000);
+    });
   });
 
   test('a second build into the same directory replaces the image context and keeps the checksum file true', async () => {
@@ -424,5 +424,5 @@ describe('the runtime package', () => {
     expect(readFileSync(rebuilt.checksumFile, 'utf8')).toBe(
       `${built.sha256}  ${runtimeTarballName(VERSION)}\n`,
     );
-  }, 120_000);
+  });
 });

@@ -18,7 +18,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         env: { SINGULACOMP_IDLE_TIMEOUT_MS: '1000', SINGULACOMP_REAPER_INTERVAL_MS: '300' },
       });
       project = await createTestProject(t, `reaper-job-${db}`);
-    }, 120_000);
+    });
     afterAll(async () => t?.stop());
 
     test('an idle session is stopped IDLE_REAPED by a completed idle-reaper job; ticks never overlap', async () => {
@@ -45,6 +45,6 @@ for (const db of ['postgres', 'pglite'] as const) {
         .sort((a, b) => a[0] - b[0]);
       expect(spans.length).toBeGreaterThan(0);
       for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
-    }, 120_000);
+    });
   });
 }

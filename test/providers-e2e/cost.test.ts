@@ -82,7 +82,7 @@ describe('cost of sessions on cloud providers', () => {
     });
     e2b = await startE2B({ entryCommand: entry.command });
     t = await startTestApp({ providers: [daytona.provider, e2b.provider] });
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await t?.stop();

@@ -89,7 +89,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     const synced = await t.request(ProviderSyncManifestDocument, { input: { projectId } });
     if (synced.data?.syncProjectManifest.__typename !== 'SyncProjectManifestSuccess')
       throw new Error(JSON.stringify(synced));
-  }, 60_000);
+  });
 
   afterEach(async () => {
     const live = await t.app.services.db.session.findMany({
@@ -167,7 +167,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     expect(asImage.key).not.toBe(row.key);
     expect(asImage.dockerfile).toContain('COPY --from=');
     expect(asPackage.dockerfile).not.toContain('COPY --from=');
-  }, 120_000);
+  });
 
   test('a multi-stage template Dockerfile boots from the default template with a warning saying why and how to fix it', async () => {
     const buildsBefore = emulated.builds();
@@ -180,7 +180,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     expect(emulated.builds()).toBe(buildsBefore);
     const rows = await t.app.services.db.snapshot.findMany({ where: { provider: 'E2B' } });
     expect(rows.map((r) => r.providerRef)).not.toContain('base');
-  }, 120_000);
+  });
 
   test('a template Dockerfile that COPYs repository files falls back too, since E2B would upload them from the server', async () => {
     const buildsBefore = emulated.builds();
@@ -193,5 +193,5 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     ]);
     expect(bootedFrom(s.sandbox?.providerSandboxId)).toBe('base');
     expect(emulated.builds()).toBe(buildsBefore);
-  }, 120_000);
+  });
 });

@@ -56,7 +56,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         throw new Error(JSON.stringify(created));
       expect(created.data.createProject.project.provider).toBe(name);
       projectId = created.data.createProject.project.id;
-    }, 60_000);
+    });
 
     // A failed assertion must not leave a live sandbox behind for the next test's list checks.
     afterEach(async () => {
@@ -145,7 +145,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       const intervals = await t.app.services.db.sandboxInterval.findMany({ where: { sandboxId: stored.id } });
       expect(intervals).toHaveLength(1);
       expect(intervals[0]?.stoppedAt).not.toBeNull();
-    }, 120_000);
+    });
 
     test('a second session reuses the image snapshot built for the first', async () => {
       const created = await createSession();
@@ -160,7 +160,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         (await session(created.sessionId)).sandbox?.status === 'DESTROYED' ? true : null,
       );
       expect(emulated.list()).toEqual([]);
-    }, 120_000);
+    });
 
     test('each renewLease the sandbox token makes through GraphQL touches the provider (keepAlive)', async () => {
       const created = await createSession();
@@ -188,7 +188,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         expect(calls.at(-1)?.status).toBeLessThan(300);
       }
       expect(generation).toBe(1);
-    }, 120_000);
+    });
 
     test('a 429 with Retry-After on create is retried no sooner than Retry-After and the session runs', async () => {
       const before = emulated.createRequests().length;
@@ -209,7 +209,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         (await session(created.sessionId)).sandbox?.status === 'DESTROYED' ? true : null,
       );
       expect(emulated.list()).toEqual([]);
-    }, 120_000);
+    });
 
     test('a provider outage fails the session with a readable reason and leaves no sandbox at the provider', async () => {
       emulated.inject(
@@ -233,7 +233,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       } finally {
         emulated.clearFaults();
       }
-    }, 120_000);
+    });
 
     if (name === 'DAYTONA') {
       test('a failure after the provider created the sandbox destroys it, so nothing leaks', async () => {
@@ -250,7 +250,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
         } finally {
           emulated.clearFaults();
         }
-      }, 120_000);
+      });
     }
   });
 }

@@ -53,7 +53,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
         throw new Error(JSON.stringify(created));
       projectId = created.data.createProject.project.id;
-    }, 60_000);
+    });
 
     afterAll(async () => {
       for (const id of foreign) await emulated?.provider.destroy(id).catch(() => undefined);
@@ -180,6 +180,6 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       );
       expect(emulated.nativeState(live.providerSandboxId)).toBe(name === 'DAYTONA' ? 'started' : 'running');
       expect((await sql.session.findUniqueOrThrow({ where: { id: live.sessionId } })).status).toBe('RUNNING');
-    }, 120_000);
+    });
   });
 }

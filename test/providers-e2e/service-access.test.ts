@@ -37,7 +37,7 @@ function harness(name: 'DAYTONA' | 'E2B') {
     if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
       throw new Error(JSON.stringify(created));
     state.projectId = created.data.createProject.project.id;
-  }, 60_000);
+  });
 
   afterEach(async () => {
     const live = await state.t.app.services.db.session.findMany({

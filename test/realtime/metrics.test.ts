@@ -58,7 +58,7 @@ describe('realtime metrics', () => {
     publisher = await side();
     const project = await createTestProject(t, 'rt-metrics');
     session = await createTestSession(t, project.id);
-  }, 60_000);
+  });
 
   afterAll(async () => {
     for (const socket of sockets) await socket.dispose();

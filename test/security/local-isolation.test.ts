@@ -51,7 +51,7 @@ describe('an isolated LOCAL sandbox', () => {
       const id = row.providerSandboxId!;
       sandboxes.push({ id, dir: join(t.dataDir, 'sandboxes', id) });
     }
-  }, 120_000);
+  });
   afterAll(async () => t?.stop());
 
   async function probe(dir: string, paths: string[], ports: number[]): Promise<ProbeResult> {

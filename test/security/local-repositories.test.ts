@@ -14,7 +14,7 @@ describe('local repository URLs', () => {
   beforeAll(async () => {
     allowed = await startTestApp();
     disabled = await startTestApp({ env: { SINGULACOMP_ALLOW_LOCAL_REPOSITORIES: 'false' } });
-  }, 60_000);
+  });
   afterAll(async () => {
     await allowed?.stop();
     await disabled?.stop();

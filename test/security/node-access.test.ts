@@ -108,7 +108,7 @@ describe('every Node type checks read capability', () => {
     rows.set('ShareLink', shareLink.id);
     const admin = await t.app.services.tokens.authenticate(`Bearer ${t.adminToken}`);
     rows.set('Token', admin!.tokenId);
-  }, 120_000);
+  });
   afterAll(async () => t?.stop());
 
   const nodeTypes = () =>

@@ -87,7 +87,7 @@ describe('content-addressed snapshots through sessions', () => {
       throw new Error(JSON.stringify(created));
     projectId = created.data.createProject.project.id;
     await sync();
-  }, 60_000);
+  });
 
   afterEach(async () => {
     const live = await t.app.services.db.session.findMany({
@@ -209,5 +209,5 @@ describe('content-addressed snapshots through sessions', () => {
     const warning = 'memoryGiB: 128 GiB exceeds the PLATINUM cap of 64; clamped to 64';
     expect(s.sandbox?.warnings).toEqual([warning]);
     expect(s.template?.warnings).toContain(warning);
-  }, 120_000);
+  });
 });

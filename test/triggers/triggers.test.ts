@@ -118,7 +118,7 @@ describe('webhook triggers', () => {
     secret = created.data.createTrigger.webhookSecret!;
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
     expect(created.data.createTrigger.trigger.webhookUrl).toContain(`/v1/triggers/${triggerId}/webhook`);
-  }, 240_000);
+  });
   afterAll(async () => t?.stop());
 
   test('the signature is the documented HMAC-SHA256 of "<timestamp>.<body>"', () => {
@@ -147,7 +147,7 @@ describe('webhook triggers', () => {
       signature: signWebhook(secret, timestamp, body),
       signedAt: timestamp,
     });
-  }, 60_000);
+  });
 
   test('a bad or missing signature is recorded and creates nothing', async () => {
     const body = JSON.stringify({ n: 2 });
@@ -166,7 +166,7 @@ describe('webhook triggers', () => {
       () => deliver(body, { timestamp, signature: signWebhook(secret, timestamp - 1, body) }),
       { http: 401, code: 'SIGNATURE_INVALID', reason: /signature/ },
     );
-  }, 60_000);
+  });
 
   test('a missing or malformed timestamp is refused, recorded and creates nothing, even with a body-only signature', async () => {
     const body = JSON.stringify({ n: 5 });
@@ -178,7 +178,7 @@ describe('webhook triggers', () => {
         reason: /Missing or malformed X-SingulaComp-Timestamp header/,
       });
     }
-  }, 60_000);
+  });
 
   test('a stale or a future timestamp, correctly signed, is refused, recorded and creates nothing', async () => {
     clock.freeze();
@@ -196,7 +196,7 @@ describe('webhook triggers', () => {
     } finally {
       clock.resume();
     }
-  }, 60_000);
+  });
 
   test('a replay inside the window is recorded and creates nothing', async () => {
     clock.freeze();
@@ -220,7 +220,7 @@ describe('webhook triggers', () => {
     } finally {
       clock.resume();
     }
-  }, 60_000);
+  });
 
   test('the replay store forgets signatures once they are out of the window, and their replays are refused as stale', async () => {
     clock.freeze();
@@ -261,7 +261,7 @@ describe('webhook triggers', () => {
     } finally {
       clock.resume();
     }
-  }, 60_000);
+  });
 
   test('a firing over the concurrent-session limit is recorded as SKIPPED_LIMIT and creates nothing', async () => {
     const accountId = (await t.app.services.db.project.findUniqueOrThrow({ where: { id: projectId } }))
@@ -289,7 +289,7 @@ describe('webhook triggers', () => {
         data: { concurrentSessionLimit: null },
       });
     }
-  }, 60_000);
+  });
 });
 
 describe('schedule triggers across two server processes', () => {
@@ -363,5 +363,5 @@ describe('schedule triggers across two server processes', () => {
     } finally {
       await sql.end();
     }
-  }, 120_000);
+  });
 });

@@ -318,7 +318,7 @@ describe('the dashboard in a real browser', () => {
     const api = await e.t.raw({ query: `{ session(id: "${sessionId}") { status stopReason } }` });
     expect(api.data).toEqual({ session: { status: 'STOPPED', stopReason: 'USER' } });
     expect(w.problems).toEqual([]);
-  }, 120_000);
+  });
 
   test('the 429 limit shows its message, code and retry time', async () => {
     const seeded = await e.t.seedAccount({ tier: 'FREE' });
