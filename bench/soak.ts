@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { seedReportingSandboxes } from './support/sandboxes';
 
 const SELF = fileURLToPath(import.meta.url);
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
@@ -62,46 +63,16 @@ async function serverRole(): Promise<void> {
     realtime: { maxConnectionsPerToken: 1_000 },
   });
   await app.start();
-  const { db, tokens } = app.services;
+  const { db } = app.services;
   // Telemetry reporters: running sessions with sandboxes, written directly (no provisioning).
   const admin = await db.user.findFirstOrThrow({ where: { role: 'ADMIN' } });
   await db.account.update({ where: { id: admin.accountId }, data: { concurrentSessionLimit: 1_000 } });
-  const project = await db.project.create({
-    data: { accountId: admin.accountId, name: 'soak-reporters', repositoryUrl: '/dev/null' },
-  });
-  const reporters: Array<{ sandboxId: string; token: string }> = [];
-  for (let i = 0; i < REPORTERS; i++) {
-    const session = await db.session.create({
-      data: {
-        accountId: admin.accountId,
-        projectId: project.id,
-        userId: admin.id,
-        status: 'RUNNING',
-        branchName: `soak-${i}`,
-        baseRef: 'main',
-      },
-    });
-    const sandbox = await db.sandbox.create({
-      data: {
-        sessionId: session.id,
-        accountId: admin.accountId,
-        provider: 'LOCAL',
-        status: 'STARTED',
-        cpu: 2,
-        memoryGiB: 4,
-        diskGiB: 20,
-      },
-    });
-    const token = await tokens.mintSandboxToken({
-      accountId: admin.accountId,
-      userId: admin.id,
-      projectId: project.id,
-      sessionId: session.id,
-      sandboxId: sandbox.id,
-      agent: 'build',
-    });
-    reporters.push({ sandboxId: sandbox.id, token });
-  }
+  const reporters = await seedReportingSandboxes(
+    app.services,
+    { accountId: admin.accountId, userId: admin.id },
+    REPORTERS,
+    'soak-reporters',
+  );
   const eld = monitorEventLoopDelay({ resolution: 10 });
   eld.enable();
   process.on('message', async (message: Msg) => {

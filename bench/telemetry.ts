@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { type TestApp, startTestApp } from '../test/support/app';
+import { type ReportingSandbox, seedReportingSandboxes } from './support/sandboxes';
 
 export interface BenchResult {
   name: string;
@@ -141,50 +142,10 @@ async function startBaseline(): Promise<{ url: string; close: () => Promise<void
   };
 }
 
-/** Sessions with sandboxes and their sandbox tokens, written directly (no provisioning needed). */
-async function seedSandboxes(
-  t: TestApp,
-  count: number,
-): Promise<Array<{ sandboxId: string; token: string }>> {
-  const { db, tokens } = t.app.services;
+/** Sessions with sandboxes and their sandbox tokens in a fresh account. */
+async function seedSandboxes(t: TestApp, count: number): Promise<ReportingSandbox[]> {
   const account = await t.seedAccount({ tier: 'ENTERPRISE' });
-  const project = await db.project.create({
-    data: { accountId: account.accountId, name: 'bench', repositoryUrl: '/dev/null' },
-  });
-  const out: Array<{ sandboxId: string; token: string }> = [];
-  for (let i = 0; i < count; i++) {
-    const session = await db.session.create({
-      data: {
-        accountId: account.accountId,
-        projectId: project.id,
-        userId: account.userId,
-        status: 'RUNNING',
-        branchName: `bench-${i}`,
-        baseRef: 'main',
-      },
-    });
-    const sandbox = await db.sandbox.create({
-      data: {
-        sessionId: session.id,
-        accountId: account.accountId,
-        provider: 'LOCAL',
-        status: 'STARTED',
-        cpu: 2,
-        memoryGiB: 4,
-        diskGiB: 20,
-      },
-    });
-    const token = await tokens.mintSandboxToken({
-      accountId: account.accountId,
-      userId: account.userId,
-      projectId: project.id,
-      sessionId: session.id,
-      sandboxId: sandbox.id,
-      agent: 'build',
-    });
-    out.push({ sandboxId: sandbox.id, token });
-  }
-  return out;
+  return seedReportingSandboxes(t.app.services, account, count, 'bench');
 }
 
 export async function run(): Promise<BenchResult[]> {

@@ -2,21 +2,10 @@
 // this server (no CDN), `?token=` fills the Authorization header, and a query runs and shows data.
 // The screenshot lands in .tmp/graphiql.png for a person to look at.
 import { mkdirSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-  '--disable-quic',
-];
+import { launchBrowser } from '../web/helpers';
 
 describe('GraphiQL served from the package', () => {
   let t: TestApp;
@@ -24,7 +13,7 @@ describe('GraphiQL served from the package', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
