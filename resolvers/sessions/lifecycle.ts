@@ -131,13 +131,15 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
    * Admits one session against the account's limit (R-SES-2). A cheap unlocked count refuses first:
    * it can only over-count (a concurrent stop), never admit. The authoritative check runs in a short
    * transaction holding the account row lock, which serialises admissions across server processes,
-   * so N parallel creates against a limit of L admit exactly L.
+   * so N parallel creates against a limit of L admit exactly L. The cheap check runs before the
+   * account's in-process queue as well as inside it, so a burst's refusals never wait behind the
+   * admissions queued ahead of them.
    */
   async function admit(
     principal: Principal,
     data: Parameters<Db['session']['create']>[0]['data'],
   ): Promise<Session> {
-    return admissionQueue(principal.accountId, async () => {
+    const refuseIfFull = async (): Promise<void> => {
       const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
         SELECT a."tier", a."concurrentSessionLimit",
           (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
@@ -146,6 +148,10 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       if (!cheap) throw new NotFoundError('Account not found.');
       const cheapLimit = sessionLimit(cheap);
       if (cheap.live >= cheapLimit) refuse(cheapLimit, cheap.live);
+    };
+    await refuseIfFull();
+    return admissionQueue(principal.accountId, async () => {
+      await refuseIfFull();
       return db.$transaction(
         async (tx) => {
           const [account] = await tx.$queryRaw<Omit<AccountLimitRow, 'live'>[]>`
