@@ -71,12 +71,16 @@ export interface BwrapArgsOptions {
 /** bubblewrap arguments up to (not including) the command. */
 export function bwrapArgs(options: BwrapArgsOptions): string[] {
   const args = ['--unshare-all', '--hostname', 'sandbox', '--proc', '/proc', '--dev', '/dev'];
+  // Mounted in this order so later ones cover earlier ones. A private /tmp first: the application
+  // and its Node runtime may live below /tmp (a checkout in /tmp), and their read-only binds must
+  // stay visible over it.
+  args.push('--tmpfs', '/tmp');
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir);
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', join('/etc', entry), join('/etc', entry));
   for (const dir of options.readOnly) args.push('--ro-bind', dir, dir);
-  // Mounted in this order so later ones cover earlier ones: the data dir may sit inside the
-  // application directory (./.data) or /tmp; either way it is empty inside.
-  args.push('--tmpfs', '/tmp', '--tmpfs', resolve(options.dataDir));
+  // The data dir may sit inside the application directory (./.data) or /tmp; either way it is
+  // empty inside.
+  args.push('--tmpfs', resolve(options.dataDir));
   // Read-only binds that must stay visible over the empty data dir (the CLI shim in <dataDir>/bin).
   for (const dir of options.visibleInDataDir ?? []) args.push('--ro-bind', dir, dir);
   args.push('--bind', options.workspace, options.workspace, '--bind', options.home, options.home);

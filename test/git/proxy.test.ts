@@ -10,6 +10,7 @@ import { CreateProjectDocument } from '../generated/graphql';
 import { type LiveSession, startSession } from '../leases/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo, git } from '../support/git';
+import { waitFor } from '../support/wait';
 
 const run = promisify(execFile);
 const UPSTREAM_SECRET = 'upstream-token-5f3a9c1e7d';
@@ -31,9 +32,15 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
   async function sandboxOf(session: LiveSession): Promise<Sandbox> {
     const row = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: session.sandboxId } });
     const dir = join(t.dataDir, 'sandboxes', row.providerSandboxId!);
-    const pid = readFileSync(join(dir, 'entry.pid'), 'utf8').trim();
+    // The entry process's environment, once entry.pid names a live process (it is written as the
+    // entry starts; a read between the two sees no process yet).
+    const environ = await waitFor(
+      () => readFileSync(`/proc/${readFileSync(join(dir, 'entry.pid'), 'utf8').trim()}/environ`, 'utf8'),
+      30_000,
+      `the environment of sandbox ${row.providerSandboxId}'s entry process`,
+    );
     const env = Object.fromEntries(
-      readFileSync(`/proc/${pid}/environ`, 'utf8')
+      environ
         .split('\0')
         .filter(Boolean)
         .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),

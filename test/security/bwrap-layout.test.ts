@@ -1,0 +1,45 @@
+// The isolated sandbox's filesystem when the application itself lives below /tmp (a checkout in
+// /tmp, as CI jobs often use): its read-only binds stay visible over the sandbox's private /tmp,
+// while the data dir and the host's other /tmp files stay hidden.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { bwrapArgs, bwrapAvailable } from '../../resolvers/providers/local-isolation';
+
+const root = mkdtempSync(join(tmpdir(), 'sc-bwrap-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+test('an application below /tmp stays visible inside the sandbox; its data dir and host /tmp files do not', () => {
+  expect(bwrapAvailable()).toBe(true);
+  const app = join(root, 'app');
+  const dataDir = join(app, '.data');
+  const workspace = join(dataDir, 'sandboxes', 's1', 'workspace');
+  const home = join(dataDir, 'sandboxes', 's1', 'home');
+  const runDir = join(root, 'run');
+  for (const dir of [workspace, home, join(runDir, 'egress'), join(runDir, 'ingress')])
+    mkdirSync(dir, { recursive: true });
+  writeFileSync(join(app, 'agent.mjs'), 'the application\n');
+  writeFileSync(join(dataDir, 'secret.key'), 'server secret\n');
+  writeFileSync(join(root, 'host-file'), 'host tmp\n');
+
+  const script = [
+    `cat ${join(app, 'agent.mjs')}`,
+    `cat ${join(dataDir, 'secret.key')} 2>/dev/null || echo no-secret`,
+    `cat ${join(root, 'host-file')} 2>/dev/null || echo no-host-file`,
+    `touch ${join(app, 'written')} 2>/dev/null && echo app-writable || echo app-read-only`,
+  ].join('; ');
+  const run = spawnSync(
+    'bwrap',
+    [...bwrapArgs({ workspace, home, runDir, dataDir, readOnly: [app] }), '/bin/sh', '-c', script],
+    { encoding: 'utf8' },
+  );
+  expect(run.stderr).toBe('');
+  expect(run.stdout.trim().split('\n')).toEqual([
+    'the application',
+    'no-secret',
+    'no-host-file',
+    'app-read-only',
+  ]);
+});
