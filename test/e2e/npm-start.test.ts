@@ -73,7 +73,8 @@ describe('npm start on a fresh data dir runs the main job', () => {
     expect(steps).toEqual([
       'database: creating the embedded PostgreSQL (first start only)',
       'database ready',
-      'migrations applied',
+      // The seed `npm install` built already holds every migration (server/pglite-seed.ts).
+      'migrations up to date',
       'pub/sub ready',
       'bootstrap admin created',
       'listening',
