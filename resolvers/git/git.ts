@@ -4,7 +4,10 @@
 //
 // Each upstream gets a bare mirror under `cacheDir/mirrors`. Only fetches write to a mirror and they
 // are serialised per repository (in-process queue + lock file shared across processes); reads,
-// ls-remote and pushes run in parallel, since none of them writes to the mirror.
+// ls-remote and pushes run in parallel, since none of them writes to the mirror. Concurrent ref
+// lookups against one upstream share one ls-remote, and concurrent branch cuts one push (session
+// creates arrive in bursts); each such batch starts after all its callers asked, so none of them
+// sees an answer older than its question.
 import { createHash, randomUUID } from 'node:crypto';
 import { access, appendFile, mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -17,6 +20,7 @@ import {
   gitSubcommand,
   redact,
 } from './errors';
+import { createKeyedBatcher, type Settled } from '../batch';
 import { type GitRunResult, runGit, Semaphore } from './exec';
 import { LockTimeoutError, withLock } from './lock';
 import {
@@ -138,6 +142,19 @@ export interface RefUpdateResult {
   reason: string | null;
 }
 
+interface LsRemoteCall {
+  repo: ParsedRepo;
+  dir: string;
+  patterns: string[];
+}
+
+interface PushCall {
+  repo: ParsedRepo;
+  dir: string;
+  commit: string;
+  branch: string;
+}
+
 /** Remote ref to fetch and the sha the upstream reported for it (null: fetch a bare sha). */
 interface FetchTarget {
   sha: string;
@@ -172,6 +189,8 @@ const REF_CONFLICT = /cannot lock ref|exists; cannot create|unable to resolve re
 const PUSH_REJECTED_BECAUSE_EXISTS = /stale info|fetch first|non-fast-forward|already exists/i;
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** Most ref lookups or branch cuts one git invocation carries. */
+const MAX_REFS_PER_CALL = 64;
 const LIST_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 export function createGitService(options: GitServiceOptions): GitService {
@@ -182,6 +201,26 @@ export function createGitService(options: GitServiceOptions): GitService {
   // A lock holder runs a handful of commands, each bounded by timeoutMs.
   const lockOptions = { staleMs: timeoutMs * 3 + 10_000, acquireTimeoutMs: timeoutMs * 4 + 15_000 };
   const inflightFetches = new Map<string, Promise<string | null>>();
+
+  /** Batches share a git call only with callers of the same upstream and the same credential. */
+  function batchKey(repo: ParsedRepo, dir: string): string {
+    return `${dir}\0${createHash('sha256')
+      .update(repo.credential ?? '')
+      .digest('hex')}`;
+  }
+
+  const sharedLsRemote = createKeyedBatcher<LsRemoteCall, Map<string, string>>(
+    async (_key, calls) => {
+      const [first] = calls as [LsRemoteCall];
+      const refs = await lsRemote(first.repo, first.dir, [...new Set(calls.flatMap((c) => c.patterns))]);
+      return calls.map(() => ({ ok: true, value: refs }));
+    },
+    { maxBatch: MAX_REFS_PER_CALL },
+  );
+
+  const sharedPush = createKeyedBatcher<PushCall, void>((_key, calls) => pushBranches(calls), {
+    maxBatch: MAX_REFS_PER_CALL,
+  });
 
   function secretsOf(repo: ParsedRepo): string[] {
     const header = authHeader(repo);
@@ -426,7 +465,10 @@ export function createGitService(options: GitServiceOptions): GitService {
   /** Resolves `ref` to a fetch target: ls-remote for names, the sha itself for full shas. */
   async function resolveTarget(repo: ParsedRepo, dir: string, ref: string): Promise<FetchTarget | null> {
     if (isFullSha(ref)) return { sha: ref, fullRef: null };
-    return pick(await lsRemote(repo, dir, lsRemotePatterns(ref)), ref);
+    return pick(
+      await sharedLsRemote(batchKey(repo, dir), { repo, dir, patterns: lsRemotePatterns(ref) }),
+      ref,
+    );
   }
 
   async function fetchRefParsed(repo: ParsedRepo, ref: string): Promise<MirroredCommit | null> {
@@ -438,41 +480,78 @@ export function createGitService(options: GitServiceOptions): GitService {
     return commit ? { commit, mirrorDir: dir } : null;
   }
 
-  async function push(repo: ParsedRepo, dir: string, commit: string, branch: string): Promise<void> {
-    const targetRef = `refs/heads/${branch}`;
-    // The lease with an empty expected value means "the ref must not exist": git refuses to create
-    // over an existing branch, and the server re-checks atomically when it updates the ref.
+  /**
+   * Creates each call's branch upstream in one `git push` (one refspec and one lease per branch; not
+   * atomic, so each branch gets its own verdict). The lease with an empty expected value means "the
+   * ref must not exist": git refuses to create over an existing branch, and the server re-checks
+   * atomically when it updates the ref. A branch named twice in one batch is pushed once; the other
+   * caller gets GitBranchExistsError (or the same failure).
+   */
+  async function pushBranches(calls: PushCall[]): Promise<Array<Settled<void>>> {
+    const [{ repo, dir }] = calls as [PushCall];
+    const unique = new Map<string, PushCall>();
+    for (const call of calls) if (!unique.has(call.branch)) unique.set(call.branch, call);
+    const targets = [...unique.values()].map((call) => ({ ...call, ref: `refs/heads/${call.branch}` }));
     const args = [
       `--git-dir=${dir}`,
       'push',
       '--porcelain',
       '--no-verify',
-      `--force-with-lease=${targetRef}:`,
+      ...targets.map((t) => `--force-with-lease=${t.ref}:`),
       '--',
       repo.url,
-      `${commit}:${targetRef}`,
+      ...targets.map((t) => `${t.commit}:${t.ref}`),
     ];
     const result = await git(repo, args, { remote: true });
-    const line = result.stdout
+    const lines = new Map<string, string[]>();
+    for (const fields of result.stdout
       .toString('utf8')
       .split('\n')
-      .map((row) => row.split('\t'))
-      .find((fields) => fields.length >= 3 && fields[1]?.endsWith(`:${targetRef}`));
-    if (!line) throw failure(repo, args, result, { remote: true });
-    const [flag, , summary = ''] = line;
-    if (flag === '*' && result.exitCode === 0) return;
-    if (flag === '=' || PUSH_REJECTED_BECAUSE_EXISTS.test(summary)) {
-      throw new GitBranchExistsError(branch, repo.url);
+      .map((row) => row.split('\t'))) {
+      const destination = fields.length >= 3 ? fields[1]?.split(':').at(-1) : undefined;
+      if (destination) lines.set(destination, fields);
     }
-    // Rejected for another reason, e.g. a concurrent creation seen by the server or a hook.
-    const now = await lsRemote(repo, dir, [targetRef]);
-    if (now.has(targetRef)) throw new GitBranchExistsError(branch, repo.url);
-    throw new GitCommandError(
-      args.map((arg) => redact(arg, secretsOf(repo))),
-      result.exitCode,
-      redact(result.stderr, secretsOf(repo)),
-      `push of ${targetRef} was rejected: ${redact(summary, secretsOf(repo))}`,
-    );
+    const verdicts = new Map<string, Settled<void>>();
+    const unclear: typeof targets = [];
+    for (const target of targets) {
+      const line = lines.get(target.ref);
+      if (!line) {
+        verdicts.set(target.branch, { ok: false, error: failure(repo, args, result, { remote: true }) });
+        continue;
+      }
+      const [flag, , summary = ''] = line;
+      if (flag === '*') verdicts.set(target.branch, { ok: true, value: undefined });
+      else if (flag === '=' || PUSH_REJECTED_BECAUSE_EXISTS.test(summary)) {
+        verdicts.set(target.branch, { ok: false, error: new GitBranchExistsError(target.branch, repo.url) });
+      } else unclear.push(target);
+    }
+    if (unclear.length > 0) {
+      // Rejected for another reason, e.g. a concurrent creation seen by the server or a hook.
+      const now = await lsRemote(
+        repo,
+        dir,
+        unclear.map((t) => t.ref),
+      ).catch(() => new Map<string, string>());
+      for (const target of unclear) {
+        const summary = lines.get(target.ref)?.[2] ?? '';
+        verdicts.set(target.branch, {
+          ok: false,
+          error: now.has(target.ref)
+            ? new GitBranchExistsError(target.branch, repo.url)
+            : new GitCommandError(
+                args.map((arg) => redact(arg, secretsOf(repo))),
+                result.exitCode,
+                redact(result.stderr, secretsOf(repo)),
+                `push of ${target.ref} was rejected: ${redact(summary, secretsOf(repo))}`,
+              ),
+        });
+      }
+    }
+    return calls.map((call): Settled<void> => {
+      const verdict = verdicts.get(call.branch) ?? { ok: false, error: failure(repo, args, result) };
+      if (unique.get(call.branch) === call || !verdict.ok) return verdict;
+      return { ok: false, error: new GitBranchExistsError(call.branch, repo.url) };
+    });
   }
 
   return {
@@ -511,14 +590,21 @@ export function createGitService(options: GitServiceOptions): GitService {
       const repo = parseRepo(repoRef);
       const dir = await ensureMirror(repo);
       const targetRef = `refs/heads/${branch}`;
-      // One round trip answers both "does the branch exist?" and "where is the base?".
-      const basePatterns = isFullSha(baseRef) ? [] : lsRemotePatterns(baseRef);
-      const refs = await lsRemote(repo, dir, [...basePatterns, targetRef]);
-      if (refs.has(targetRef)) throw new GitBranchExistsError(branch, repo.url);
-      const target = isFullSha(baseRef) ? { sha: baseRef, fullRef: null } : pick(refs, baseRef);
+      let target: FetchTarget | null = { sha: baseRef, fullRef: null };
+      if (!isFullSha(baseRef)) {
+        // One round trip answers both "does the branch exist?" and "where is the base?". From a full
+        // sha there is nothing to look up: the push's lease refuses an existing branch.
+        const refs = await sharedLsRemote(batchKey(repo, dir), {
+          repo,
+          dir,
+          patterns: [...lsRemotePatterns(baseRef), targetRef],
+        });
+        if (refs.has(targetRef)) throw new GitBranchExistsError(branch, repo.url);
+        target = pick(refs, baseRef);
+      }
       const commit = target ? await ensureCommit(repo, dir, target) : null;
       if (!commit) throw new GitRefNotFoundError(baseRef, repo.url);
-      await push(repo, dir, commit, branch);
+      await sharedPush(batchKey(repo, dir), { repo, dir, commit, branch });
       return { commit };
     },
 
