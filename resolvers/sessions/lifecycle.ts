@@ -2,9 +2,10 @@
 // provisioning hand-off and stopping. Only PROVISIONING, RUNNING, STOPPED and FAILED are written.
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
-import type { Session, SessionStatus, StopReason } from '../../prisma/generated/client/client';
+import type { Prisma, Session, SessionStatus, StopReason } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
+import { type Settled, createKeyedBatcher } from '../batch';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
 import { decrypt } from '../auth/crypto';
 import {
@@ -31,6 +32,8 @@ export interface CreateSessionInput {
 
 export const MAX_PROMPT_LENGTH = 100_000;
 const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Most creates of one account admitted by one transaction. */
+const ADMISSION_BATCH = 100;
 
 export interface SessionLifecycleOptions {
   db: Db;
@@ -91,25 +94,6 @@ export async function resolveProjectRef(git: GitService, repo: RepoRef, ref: str
   }
 }
 
-/**
- * Runs tasks one at a time per key inside this process. Concurrent creates for one account queue
- * here instead of each holding a pooled connection while it waits for the account row lock: a
- * burst of hundreds of creates would otherwise exhaust the pool and time out (INTERNAL errors).
- */
-export function createKeyedQueue() {
-  const tails = new Map<string, Promise<unknown>>();
-  return function run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = tails.get(key) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    const tail = result.catch(() => undefined);
-    tails.set(key, tail);
-    void tail.then(() => {
-      if (tails.get(key) === tail) tails.delete(key);
-    });
-    return result;
-  };
-}
-
 type AccountLimitRow = {
   tier: 'FREE' | 'PRO' | 'TEAM' | 'ENTERPRISE';
   concurrentSessionLimit: number | null;
@@ -119,61 +103,65 @@ type AccountLimitRow = {
 export function createSessionLifecycle(options: SessionLifecycleOptions) {
   const { db, git, events } = options;
   const log = options.logger.child({ module: 'session-lifecycle' });
-  const admissionQueue = createKeyedQueue();
   const transaction = options.transaction ?? { maxWaitMs: 5_000, timeoutMs: 5_000 };
 
-  function refuse(limit: number, live: number): never {
+  function refusal(limit: number, live: number): GraphQLError {
     options.onRefused?.();
-    throw concurrentSessionLimitError(limit, live, options.retryAfterSeconds);
+    return concurrentSessionLimitError(limit, live, options.retryAfterSeconds);
   }
 
   /**
-   * Admits one session against the account's limit (R-SES-2). A cheap unlocked count refuses first:
-   * it can only over-count (a concurrent stop), never admit. The authoritative check runs in a short
-   * transaction holding the account row lock, which serialises admissions across server processes,
-   * so N parallel creates against a limit of L admit exactly L. The cheap check runs before the
-   * account's in-process queue as well as inside it, so a burst's refusals never wait behind the
-   * admissions queued ahead of them.
+   * The authoritative check (R-SES-2): one short transaction per batch of an account's concurrent
+   * creates holds the account row lock, which serialises admissions across server processes, counts
+   * the live sessions and inserts as many of the batch as the limit leaves room for, in arrival
+   * order; the rest are refused. N parallel creates against a limit of L admit exactly L, in about
+   * N / batch transactions instead of N, and a burst never holds more than one pooled connection
+   * per account while it waits.
    */
-  async function admit(
-    principal: Principal,
-    data: Parameters<Db['session']['create']>[0]['data'],
-  ): Promise<Session> {
-    const refuseIfFull = async (): Promise<void> => {
-      const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
-        SELECT a."tier", a."concurrentSessionLimit",
-          (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
-             AND s."status" IN ('PROVISIONING', 'RUNNING'))::int AS "live"
-        FROM "Account" a WHERE a."id" = ${principal.accountId}::uuid`;
-      if (!cheap) throw new NotFoundError('Account not found.');
-      const cheapLimit = sessionLimit(cheap);
-      if (cheap.live >= cheapLimit) refuse(cheapLimit, cheap.live);
-    };
-    await refuseIfFull();
-    return admissionQueue(principal.accountId, async () => {
-      await refuseIfFull();
-      return db.$transaction(
+  const admitBatch = createKeyedBatcher<Prisma.SessionCreateManyInput, Session>(
+    (accountId, rows) =>
+      db.$transaction(
         async (tx) => {
           const [account] = await tx.$queryRaw<Omit<AccountLimitRow, 'live'>[]>`
-            SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${principal.accountId}::uuid FOR UPDATE`;
-          if (!account) throw new NotFoundError('Account not found.');
+            SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${accountId}::uuid FOR UPDATE`;
+          if (!account)
+            return rows.map(() => ({ ok: false, error: new NotFoundError('Account not found.') }));
           const limit = sessionLimit(account);
           const live = await tx.session.count({
-            where: { accountId: principal.accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
+            where: { accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
           });
-          if (live >= limit) refuse(limit, live);
-          return tx.session.create({ data });
+          const admitted = rows.slice(0, Math.max(0, limit - live));
+          const created = new Map(
+            admitted.length === 0
+              ? []
+              : (await tx.session.createManyAndReturn({ data: admitted })).map((row) => [row.id, row]),
+          );
+          return rows.map((row): Settled<Session> => {
+            const session = row.id === undefined ? undefined : created.get(row.id);
+            return session
+              ? { ok: true, value: session }
+              : { ok: false, error: refusal(limit, live + admitted.length) };
+          });
         },
         { maxWait: transaction.maxWaitMs, timeout: transaction.timeoutMs },
-      );
-    });
-  }
+      ),
+    { maxBatch: ADMISSION_BATCH },
+  );
 
-  /** Gives a reserved slot back: the create failed on input the caller can fix; nothing was published. */
-  async function release(sessionId: string): Promise<void> {
-    await db.session.delete({ where: { id: sessionId } }).catch((error: unknown) => {
-      log.error({ sessionId, err: error }, 'could not release a reserved session slot');
-    });
+  /**
+   * Refuses a create when the account is already full, before any git work: a cheap unlocked count
+   * that can only over-count (a concurrent stop), never admit, so a burst's refusals never wait
+   * behind git or the admissions ahead of them. The locked check above decides.
+   */
+  async function refuseIfFull(principal: Principal): Promise<void> {
+    const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
+      SELECT a."tier", a."concurrentSessionLimit",
+        (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
+           AND s."status" IN ('PROVISIONING', 'RUNNING'))::int AS "live"
+      FROM "Account" a WHERE a."id" = ${principal.accountId}::uuid`;
+    if (!cheap) throw new NotFoundError('Account not found.');
+    const limit = sessionLimit(cheap);
+    if (cheap.live >= limit) throw refusal(limit, cheap.live);
   }
 
   async function loadSessionFor(principal: Principal, id: string): Promise<Session> {
@@ -247,11 +235,19 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         template = await db.template.findFirst({ where: { projectId, isDefault: true } });
       }
 
+      await refuseIfFull(principal);
+      const repo = repoRef(project, options.encryptionKey);
+      const baseCommit = await resolveProjectRef(git, repo, baseRef);
+      if (!baseCommit) {
+        throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
+          'input',
+          'baseRef',
+        ]);
+      }
+      // The locked admission inserts the session with its base commit: a create refused for its
+      // input has written nothing.
       const sessionId = randomUUID();
-      // Admission first: a refused create never waits behind git, provider or snapshot work. The
-      // slot is reserved (a PROVISIONING row without a base commit) before the ref is resolved, and
-      // given back if the ref turns out not to exist.
-      const reserved = await admit(principal, {
+      const session = await admitBatch(principal.accountId, {
         id: sessionId,
         accountId: principal.accountId,
         projectId,
@@ -261,26 +257,10 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         status: 'PROVISIONING',
         branchName: sessionId,
         baseRef,
+        baseCommit,
         prompt,
         turnLedgerId: randomUUID(),
       });
-
-      const repo = repoRef(project, options.encryptionKey);
-      let baseCommit: string | null;
-      try {
-        baseCommit = await resolveProjectRef(git, repo, baseRef);
-      } catch (error) {
-        await release(reserved.id);
-        throw error;
-      }
-      if (!baseCommit) {
-        await release(reserved.id);
-        throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
-          'input',
-          'baseRef',
-        ]);
-      }
-      const session = await db.session.update({ where: { id: reserved.id }, data: { baseCommit } });
       // No sandbox yet: the event says so, whatever exists when a subscriber resolves it.
       await events.session({ ...session, sandbox: null });
 
