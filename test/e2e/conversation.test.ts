@@ -48,9 +48,14 @@ describe('talking to the agent over GraphQL', () => {
       const later = received().slice(from);
       const busy = later.findIndex((ev) => ev.kind === 'TURN_STATE' && ev.turnState === 'BUSY');
       return busy >= 0 && later.slice(busy).some((ev) => ev.kind === 'TURN_STATE' && ev.turnState !== 'BUSY');
-    }, 90_000);
+    }, 50_000);
 
-  test('a message sent with a PAT streams its answer over sessionEvents in order and reads back from messages', async () => {
+  test('a message sent with a PAT streams its answer over sessionEvents in order and reads back from messages', async ({
+    onTestFailed,
+  }) => {
+    onTestFailed(async () => {
+      console.error(`events: ${received().length}\n${await e.describeSession(s.sessionId)}`);
+    });
     e.stub.setReply('alpha beta gamma delta epsilon');
     const start = received().length;
     const sent = await e.t.request(

@@ -1,7 +1,7 @@
 // End-to-end fixtures: a server whose LOCAL provider launches the real daemon (the default entry
 // command), a project whose repository carries an OpenCode config pointing at the stub model, and
 // cleanup of every process a sandbox left behind.
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '../fixtures/opencode-project';
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
@@ -43,6 +43,8 @@ export interface E2e {
   daemonPid(providerSandboxId: string): Promise<number>;
   /** Processes (pid) whose working directory is inside the sandbox: the daemon and OpenCode. */
   processesIn(providerSandboxId: string): number[];
+  /** Where a session stood, for a failing test: its sandbox row and the tail of its daemon's log. */
+  describeSession(sessionId: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -124,6 +126,14 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
         `the daemon process of sandbox ${id}`,
       ),
     processesIn,
+    async describeSession(sessionId) {
+      const sandbox = await t.app.services.db.sandbox.findUnique({ where: { sessionId } }).catch(() => null);
+      const log = sandbox?.providerSandboxId
+        ? join(sandboxDir(sandbox.providerSandboxId), 'entry.log')
+        : null;
+      const tail = log && existsSync(log) ? readFileSync(log, 'utf8').slice(-6_000) : '(no daemon log)';
+      return `sandbox: ${JSON.stringify(sandbox, (key, value) => (key.endsWith('Enc') ? undefined : value))}\ndaemon log:\n${tail}`;
+    },
     async stop() {
       // OpenCode runs in its own process group, so a daemon killed by a test leaves it behind.
       // Scanned before and after the server's stop, which may start or leave processes meanwhile.

@@ -2,7 +2,7 @@
 // in-process pub/sub, LOCAL sandboxes running the real daemon and a real `opencode serve` against
 // the stub model), then the main job through the public API only: project → session →
 // agentReady → telemetry (live and stored) → reload → stop.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
@@ -127,7 +127,16 @@ describe('npm start on a fresh data dir runs the main job', () => {
         async () => states.events.some((e) => e.data.sessionUpdated.runtimeState === 'IDLE'),
         120_000,
         'the first turn to end (runtimeState IDLE)',
-      );
+      ).catch((error: unknown) => {
+        const sandboxes = join(dataDir, 'sandboxes');
+        const logs = readdirSync(sandboxes).map((id) => {
+          const log = join(sandboxes, id, 'entry.log');
+          return `${id}:\n${existsSync(log) ? readFileSync(log, 'utf8').slice(-6_000) : '(no log)'}`;
+        });
+        throw new Error(
+          `${(error as Error).message}\nlast event: ${JSON.stringify(states.events.at(-1))}\nserver output:\n${server.output().slice(-4_000)}\ndaemon logs:\n${logs.join('\n')}`,
+        );
+      });
 
       const reload = await gql(ReloadSessionDocument, { input: { sessionId, noRepo: true } });
       if (reload.reloadSession.__typename !== 'ReloadSessionSuccess') throw new Error(JSON.stringify(reload));
