@@ -2,6 +2,8 @@
 // entry command) → a real `opencode serve` → RUNNING; telemetry over graphql-ws; a slow turn holds
 // the lease past the idle timeout, the reaper stops the sandbox once the turn ended; a daemon
 // killed mid-turn ends its sandbox (the entrypoint exits with it) and the session stops.
+// Run once per database engine, from a test file each (daemon-lease.<db>.test.ts), so the two
+// runs, each minutes of real waiting, proceed in parallel.
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
@@ -24,7 +26,7 @@ const RENEW_MS = 1_000;
 
 type Session = NonNullable<AgentSessionQuery['session']>;
 
-for (const db of ['postgres', 'pglite'] as const) {
+export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
   describe(`the daemon, its lease and the idle reaper, end to end on ${db}`, () => {
     let e: E2e;
     let projectId: string;
