@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+import LongFirstSequencer from './test/sequencer';
 
 export default defineConfig({
   resolve: {
@@ -17,8 +18,9 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     // 2-core CI machine: real databases, git and opencode processes; keep parallelism modest.
-    maxWorkers: 3,
+    maxWorkers: 4,
     globalSetup: ['test/global-setup.ts'],
+    sequence: { sequencer: LongFirstSequencer },
     reporters: ['default'],
   },
 });
