@@ -63,7 +63,9 @@ describe('npm start on a fresh data dir runs the main job', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  test('start-up prints one line per step and one listening line, as JSON when not on a terminal', () => {
+  test('start-up prints one line per step and one listening line, as JSON when not on a terminal', async () => {
+    // The server answers as soon as it listens; its log line may reach the pipe a moment later.
+    await waitFor(() => server.output().includes('"msg":"listening"'), 30_000, 'the listening line');
     const lines = server
       .output()
       .split('\n')
