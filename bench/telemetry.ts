@@ -194,7 +194,13 @@ export async function run(): Promise<BenchResult[]> {
     await t.app.services.telemetry.drain();
     const stored = (await t.app.services.db.telemetrySample.count()) - before;
     const statements = t.app.services.database.stats.statements - statementsBefore;
-    const delivered = [...published.values()].reduce((a, b) => a + b, 0);
+    // Delivery is asynchronous: the last events may still be on their way to the subscribers when
+    // the last report is answered. Count once every stored sample arrived, or after 5 s.
+    const deliveredNow = () => [...published.values()].reduce((a, b) => a + b, 0);
+    for (const deadline = Date.now() + 5_000; deliveredNow() < stored && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const delivered = deliveredNow();
     if (tele.failed > 0) throw new Error(`reportTelemetry failed ${tele.failed} times: ${tele.firstError}`);
 
     const perSecond = (r: LoadResult) => Math.round((r.ok / r.elapsedMs) * 1_000);
