@@ -17,7 +17,8 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 300_000,
     pool: 'forks',
-    // 2-core CI machine: real databases, git and opencode processes; keep parallelism modest.
+    // 2-core CI machine: real databases, git and opencode processes. Most of a file's time is spent
+    // waiting on them (a full run keeps the cores about a third busy), so four files run at once.
     maxWorkers: 4,
     globalSetup: ['test/global-setup.ts'],
     sequence: { sequencer: LongFirstSequencer },
