@@ -1,9 +1,11 @@
-// The dashboard's sessions list at volume, in Chromium against a real server (no sandboxes needed):
-// a thousand stored sessions scroll to the last one by keyboard with only the rows in view in the DOM.
+// The dashboard's sessions list at volume and its account switcher, in Chromium against a real
+// server (no sandboxes needed): a thousand stored sessions scroll to the last one by keyboard with
+// only the rows in view in the DOM; a second account signs in beside the first, the header switches
+// between them, and signing out of one keeps the other.
 import { randomUUID } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CreateProjectDocument } from '../generated/graphql';
+import { CreateAccountDocument, CreateProjectDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
@@ -13,7 +15,7 @@ const SESSIONS = 1_000;
 /** Rows the DOM may hold at once: the view's (about 15) plus the overscan either side. */
 const MAX_DOM_ROWS = 60;
 
-describe('the sessions list in a real browser', () => {
+describe('the sessions list and the account switcher in a real browser', () => {
   let t: TestApp;
   let repo: TestRepo;
   let browser: Browser;
@@ -119,6 +121,90 @@ describe('the sessions list in a real browser', () => {
       expect(worstFrameMs).toBeLessThan(250);
       expect(await rows.count()).toBeLessThanOrEqual(MAX_DOM_ROWS);
       expect(await seriousA11yViolations(page)).toEqual([]);
+      expect(w.problems).toEqual([]);
+    } finally {
+      await w.context.close();
+    }
+  });
+
+  test('a second account signs in beside the first; the header switches between them and signs out of one', async () => {
+    const second = await t.request(CreateAccountDocument, {
+      input: {
+        name: 'Second Co',
+        tier: 'PRO',
+        admin: { name: 'Second Admin', email: 'second-admin@example.com' },
+      },
+    });
+    if (second.data?.createAccount.__typename !== 'CreateAccountSuccess')
+      throw new Error(JSON.stringify(second));
+    const secondToken = second.data.createAccount.secret;
+    const secondAccountId = second.data.createAccount.account.id;
+    const admin = await t.raw({ query: '{ viewer { account { id name } } }' });
+    const first = (admin.data as { viewer: { account: { id: string; name: string } } }).viewer.account;
+
+    const w = await openPage(browser, { width: 375, height: 800 });
+    try {
+      const { page } = w;
+      await signIn(w, t.adminToken);
+      const who = page.getByTestId('account');
+      await waitFor(async () => (await who.textContent())?.includes(first.name), 30_000);
+      expect(await page.getByTestId('account-switcher').count()).toBe(0);
+
+      await page.getByRole('button', { name: 'Add account' }).click();
+      await page.getByRole('heading', { name: 'Add an account' }).waitFor();
+      await page.getByLabel('Personal access token').fill(secondToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await waitFor(async () => (await who.textContent())?.includes('Second Co'), 30_000);
+      await page.getByText('No sessions yet.').waitFor();
+      const switcher = page.getByLabel('Switch account');
+      expect(await switcher.locator('option').allTextContents()).toEqual([
+        `${first.name} · TEAM`,
+        'Second Co · PRO',
+      ]);
+      const stored = async () => ({
+        active: await page.evaluate('sessionStorage.getItem("singulacomp.token")'),
+        accounts: JSON.parse(
+          (await page.evaluate('sessionStorage.getItem("singulacomp.accounts")')) as string,
+        ) as { accountId: string; token: string }[],
+      });
+      expect(await stored()).toEqual({
+        active: secondToken,
+        accounts: [
+          expect.objectContaining({ accountId: first.id, token: t.adminToken }),
+          expect.objectContaining({ accountId: secondAccountId, token: secondToken }),
+        ],
+      });
+      // The page holds account ids only, never a token.
+      expect(await page.content()).not.toContain(secondToken);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      expect(await seriousA11yViolations(page)).toEqual([]);
+
+      // Switch back by keyboard: the first account's sessions, and its token is the one in use.
+      await switcher.focus();
+      await switcher.selectOption({ label: `${first.name} · TEAM` });
+      await waitFor(async () => (await who.textContent())?.includes(first.name), 30_000);
+      await page.locator(`tr[data-session="${seeded.at(-1)}"]`).waitFor();
+      const active = (await stored()).active as string;
+      const viewer = await t.raw({ query: '{ viewer { account { id } } }' }, active);
+      expect(viewer.data).toEqual({ viewer: { account: { id: first.id } } });
+
+      // Sign out of the second account only: the first stays signed in.
+      await page.getByLabel('Switch account').selectOption({ label: 'Second Co · PRO' });
+      await waitFor(async () => (await who.textContent())?.includes('Second Co'), 30_000);
+      await page.getByRole('button', { name: 'Sign out of Second Co' }).click();
+      await waitFor(async () => (await who.textContent())?.includes(first.name), 30_000);
+      expect(await stored()).toEqual({
+        active: t.adminToken,
+        accounts: [expect.objectContaining({ accountId: first.id, token: t.adminToken })],
+      });
+      expect(await page.getByLabel('Switch account').count()).toBe(0);
+      // The second token itself still works: signing out of a tab revokes nothing.
+      const still = await t.raw({ query: '{ viewer { account { id } } }' }, secondToken);
+      expect(still.data).toEqual({ viewer: { account: { id: secondAccountId } } });
+
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.getByLabel('Personal access token').waitFor();
+      expect(await stored()).toEqual({ active: null, accounts: [] });
       expect(w.problems).toEqual([]);
     } finally {
       await w.context.close();
