@@ -1,7 +1,7 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
 // and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
-// created appear live, stop; telemetry drawn live with uPlot. Each page is screenshotted (into .tmp/web/, for a person to look at)
+// created appear live, stop; telemetry drawn live with uPlot; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,7 +59,7 @@ describe('the dashboard in a real browser', () => {
   let w: WatchedPage;
   let projectId: string;
   let sessionId: string;
-
+  let readerSecret: string;
   beforeAll(async () => {
     e = await startE2e({
       gateway: true,
@@ -271,6 +271,7 @@ describe('the dashboard in a real browser', () => {
     await page.getByRole('button', { name: 'Create token' }).click();
     const secret = (await page.getByTestId('new-secret').textContent()) ?? '';
     expect(secret).toMatch(/^singulacomp_pat_/);
+    readerSecret = secret;
     await page.locator('tr[data-token="dashboard-reader"]').waitFor();
     const viewer = await e.t.raw({ query: '{ viewer { scopes } }' }, secret);
     expect(viewer.data).toEqual({
@@ -278,6 +279,39 @@ describe('the dashboard in a real browser', () => {
     });
     await screenshot(page, 'account');
     await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
+  test('revoking a token asks first; then the token is marked revoked and refused', async () => {
+    const { page } = w;
+    const row = page.locator('tr[data-token="dashboard-reader"]');
+    await row.getByRole('button', { name: 'Revoke dashboard-reader' }).click();
+    expect(await row.textContent()).toContain(
+      'Revoke dashboard-reader? Anything using it is refused from now on.',
+    );
+    // Focus waits on Cancel: Enter does not confirm by accident.
+    await page.keyboard.press('Enter');
+    await row.getByRole('button', { name: 'Revoke dashboard-reader' }).waitFor();
+    expect(await row.getAttribute('data-revoked')).toBe('false');
+    expect((await e.t.raw({ query: '{ viewer { scopes } }' }, readerSecret)).status).toBe(200);
+
+    await row.getByRole('button', { name: 'Revoke dashboard-reader' }).click();
+    await expectAccessible(page);
+    await row.getByRole('button', { name: 'Revoke token' }).click();
+    await waitFor(async () => (await row.getAttribute('data-revoked', { timeout: 1_000 })) === 'true', {
+      what: 'the row to show the token revoked',
+    });
+    expect(await row.textContent()).toContain('(revoked)');
+    const refused = await e.t.raw({ query: '{ viewer { scopes } }' }, readerSecret);
+    expect(refused.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    const tokens = (await e.t.raw({
+      query: '{ viewer { tokens(first: 100, includeRevoked: true) { edges { node { name revokedAt } } } } }',
+    })) as {
+      data: { viewer: { tokens: { edges: { node: { name: string; revokedAt: string | null } }[] } } };
+    };
+    expect(
+      tokens.data.viewer.tokens.edges.find((edge) => edge.node.name === 'dashboard-reader')?.node.revokedAt,
+    ).toMatch(/^\d{4}-/);
     expect(w.problems).toEqual([]);
   });
 

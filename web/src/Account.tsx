@@ -1,10 +1,16 @@
 // The account: members, tokens (a new token's secret is shown once, here, and never again) and the
 // metered usage of the last 30 days (billed only on TEAM; other tiers see the cost for reference).
+// A token is revoked after a confirmation; revoked tokens stay listed, marked revoked.
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
+import { ConfirmButton } from './Confirm';
 import { DataTable } from './DataTable';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
-import { AccountPageDocument, CreatePersonalAccessTokenDocument } from './generated/graphql';
+import {
+  AccountPageDocument,
+  CreatePersonalAccessTokenDocument,
+  RevokeTokenDocument,
+} from './generated/graphql';
 import { formatUsd } from './status';
 
 const DAY_MS = 86_400_000;
@@ -86,6 +92,7 @@ interface TokenRow {
 
 function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: TokenRow[]; onChanged(): void }) {
   const [creating, create] = useMutation(CreatePersonalAccessTokenDocument);
+  const [revoking, revoke] = useMutation(RevokeTokenDocument);
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>(() => scopes.filter((s) => s.endsWith(':read')));
   const [secret, setSecret] = useState<string | null>(null);
@@ -105,15 +112,24 @@ function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: Token
     } else if (payload) setProblem(problemFromPayload(payload));
   }
 
+  async function onRevoke(tokenId: string) {
+    setProblem(null);
+    const result = await revoke({ input: { tokenId } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.revokeToken;
+    if (payload?.__typename === 'RevokeTokenSuccess') onChanged();
+    else if (payload) setProblem(problemFromPayload(payload));
+  }
+
   return (
     <section className="card" aria-labelledby="tokens-title">
       <h2 id="tokens-title">Tokens</h2>
       <DataTable
         label="Tokens table"
-        columns={['Name', 'Kind', 'Prefix', 'Scopes', 'Last used']}
+        columns={['Name', 'Kind', 'Prefix', 'Scopes', 'Last used', 'Actions']}
         rows={tokens}
         rowKey={(t) => t.id}
-        rowProps={(t) => ({ 'data-token': t.name })}
+        rowProps={(t) => ({ 'data-token': t.name, 'data-revoked': Boolean(t.revokedAt) })}
         cells={(t) => (
           <>
             <td>
@@ -124,6 +140,19 @@ function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: Token
             <td className="mono">{t.prefix}</td>
             <td>{t.scopes.join(', ')}</td>
             <td>{t.lastUsedAt ? new Date(t.lastUsedAt).toLocaleString() : 'never'}</td>
+            <td>
+              {t.revokedAt ? (
+                `revoked ${new Date(t.revokedAt).toLocaleString()}`
+              ) : (
+                <ConfirmButton
+                  label={`Revoke ${t.name}`}
+                  question={`Revoke ${t.name}? Anything using it is refused from now on.`}
+                  confirmLabel="Revoke token"
+                  disabled={revoking.fetching}
+                  onConfirm={() => void onRevoke(t.id)}
+                />
+              )}
+            </td>
           </>
         )}
       />
