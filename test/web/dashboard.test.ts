@@ -1,7 +1,7 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
 // and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
-// created appear live, stop; telemetry drawn live with uPlot; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
+// created appear live, stop; telemetry drawn live with uPlot; triggers; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -335,6 +335,93 @@ describe('the dashboard in a real browser', () => {
     expect(api.data).toEqual({ project: { secrets: [{ name: 'DASHBOARD_SECRET', runtimeDelivery: true }] } });
     await screenshot(page, 'project');
     await expectAccessible(page);
+    expect(w.problems).toEqual([]);
+  });
+
+  test('a trigger is created, paused and resumed, shows its runs, and is deleted after a confirmation', async () => {
+    const { page } = w;
+    // A cron that never parses: the API's message and code.
+    await page.getByLabel('Trigger name').fill('broken');
+    await page.getByLabel('Schedule (cron, UTC)').fill('every day');
+    await page.getByRole('button', { name: 'Create trigger' }).click();
+    const section = page.getByRole('region', { name: 'Triggers' });
+    const alert = section.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.getAttribute('data-code')).toBe('VALIDATION_FAILED');
+    expect(await alert.textContent()).toContain('schedule is not a valid cron expression');
+
+    await page.getByLabel('Trigger name').fill('nightly');
+    await page.getByLabel('Schedule (cron, UTC)').fill('0 3 * * *');
+    await page.getByLabel('Trigger prompt').fill('Tidy the repository.');
+    await page.getByRole('button', { name: 'Create trigger' }).click();
+    const row = page.locator('[data-trigger="nightly"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('0 3 * * * UTC');
+    expect(await row.getByTestId('trigger-state').textContent()).toMatch(/^ · next /);
+    expect(await alert.count()).toBe(0);
+    const stored = async () =>
+      (
+        (await e.t.raw({
+          query: `{ project(id: "${projectId}") { triggers(first: 10) { edges { node { triggerId name schedule paused prompt } } } } }`,
+        })) as {
+          data: {
+            project: {
+              triggers: { edges: { node: { triggerId: string; name: string; paused: boolean } }[] };
+            };
+          };
+        }
+      ).data.project.triggers.edges.map((edge) => edge.node);
+    const [created] = await stored();
+    expect(created).toEqual({
+      triggerId: expect.any(String),
+      name: 'nightly',
+      schedule: '0 3 * * *',
+      paused: false,
+      prompt: 'Tidy the repository.',
+    });
+
+    await row.getByRole('button', { name: 'Pause nightly' }).click();
+    await waitFor(async () => (await row.getAttribute('data-paused', { timeout: 1_000 })) === 'true', {
+      what: 'the trigger to show paused',
+    });
+    expect(await row.getByTestId('trigger-state').textContent()).toBe(' · paused');
+    expect((await stored())[0]?.paused).toBe(true);
+    await row.getByRole('button', { name: 'Resume nightly' }).click();
+    await waitFor(async () => (await row.getAttribute('data-paused', { timeout: 1_000 })) === 'false', {
+      what: 'the trigger to show resumed',
+    });
+    expect((await stored())[0]?.paused).toBe(false);
+
+    // A run as the scheduler records one when the account is at its limit (a real one would start
+    // a session at 03:00 UTC): the page lists it under its trigger.
+    await e.t.app.services.db.triggerRun.create({
+      data: {
+        triggerId: created!.triggerId,
+        status: 'SKIPPED_LIMIT',
+        reason: 'Concurrent session limit reached.',
+        scheduledFor: new Date(),
+      },
+    });
+    await page.reload();
+    await row.getByRole('list', { name: 'Runs of nightly' }).waitFor();
+    expect(await row.locator('[data-run]').allTextContents()).toEqual([
+      expect.stringMatching(/ · skipped limit · Concurrent session limit reached\.$/),
+    ]);
+    await screenshot(page, 'project-triggers');
+    await expectAccessible(page);
+    // 375 px wide: the triggers and their buttons fit.
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    await row.getByRole('button', { name: 'Delete nightly' }).click();
+    expect(await row.textContent()).toContain('Delete nightly and its run history?');
+    await row.getByRole('button', { name: 'Cancel' }).click();
+    expect(await stored()).toHaveLength(1);
+    await row.getByRole('button', { name: 'Delete nightly' }).click();
+    await row.getByRole('button', { name: 'Delete trigger' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect(await stored()).toEqual([]);
     expect(w.problems).toEqual([]);
   });
 
