@@ -1,10 +1,14 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
 // and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
-// created appear live, stop; telemetry drawn live with uPlot; triggers; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
+// created appear live, stop; telemetry drawn live with uPlot; the session's
+// change request against the real upstream; triggers; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CreateProjectDocument, CreateSessionDocument, StopSessionDocument } from '../generated/graphql';
@@ -14,6 +18,7 @@ import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
 import { type WatchedPage, launchBrowser, openPage, seriousA11yViolations, summarisePng } from './helpers';
 
 const SHOTS = '.tmp/web';
+const run = promisify(execFile);
 const PHASES = [
   'CHECK_SESSION:STARTED',
   'CHECK_SESSION:SUCCEEDED',
@@ -60,6 +65,37 @@ describe('the dashboard in a real browser', () => {
   let projectId: string;
   let sessionId: string;
   let readerSecret: string;
+  let scratch: string;
+
+  // Asynchronous: the server runs in this process, and a blocked event loop would stall it.
+  const gitAsync = async (...args: string[]) =>
+    (
+      await run('git', args, {
+        cwd: scratch,
+        env: {
+          ...process.env,
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_AUTHOR_NAME: 'Pusher',
+          GIT_AUTHOR_EMAIL: 'pusher@example.com',
+          GIT_COMMITTER_NAME: 'Pusher',
+          GIT_COMMITTER_EMAIL: 'pusher@example.com',
+        },
+      })
+    ).stdout.trim();
+
+  /** Commits `files` on top of `branch` upstream (as someone pushing to it) and returns the commit. */
+  async function commitOn(branch: string, files: Record<string, string>, message: string): Promise<string> {
+    await gitAsync('fetch', '-q', e.repo.url, `refs/heads/${branch}`);
+    await gitAsync('checkout', '-q', '--detach', 'FETCH_HEAD');
+    for (const [path, content] of Object.entries(files)) writeFileSync(join(scratch, path), content);
+    await gitAsync('add', '-A');
+    await gitAsync('commit', '-q', '-m', message);
+    await gitAsync('push', '-q', e.repo.url, `HEAD:refs/heads/${branch}`);
+    return gitAsync('rev-parse', 'HEAD');
+  }
+  const upstreamMain = async () =>
+    (await gitAsync('ls-remote', e.repo.url, 'refs/heads/main')).split(/\s/)[0];
+
   beforeAll(async () => {
     e = await startE2e({
       gateway: true,
@@ -69,6 +105,8 @@ describe('the dashboard in a real browser', () => {
     projectId = await createProject(e.t, e.repo.url);
     browser = await launchBrowser();
     w = await openPage(browser);
+    scratch = mkdtempSync(join(tmpdir(), 'sc-web-cr-'));
+    await gitAsync('init', '-q');
   }, E2E_SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await w?.context.close();
@@ -234,6 +272,90 @@ describe('the dashboard in a real browser', () => {
       { timeoutMs: 90_000, what: 'a second reload to succeed' },
     );
     expect(await palette.isVisible()).toBe(false);
+    expect(w.problems).toEqual([]);
+  }, 180_000);
+
+  test('the change-request panel opens one, shows refused merges with their codes, merges, and closes a conflicting one', async () => {
+    const { page } = w;
+    const panel = page.getByTestId('change-request');
+    const head = await commitOn(sessionId, { 'dashboard.txt': 'one\ntwo\n' }, 'Session work');
+    await panel.getByLabel('Title').fill('Dashboard work');
+    await panel.getByLabel('Description').fill('Opened from the browser.');
+    await panel.getByRole('button', { name: 'Open change request' }).click();
+    await panel.locator('[data-status="OPEN"]').waitFor();
+    expect(await panel.getByTestId('diff-stats').textContent()).toContain('1 file(s) changed, +2 −0');
+    expect(await panel.getByTestId('mergeable').textContent()).toBe('Merges cleanly as of the last check.');
+    const stored = async () =>
+      (
+        (await e.t.raw({
+          query: `{ project(id: "${projectId}") { changeRequests(first: 10) { edges { node { title status headCommit mergeCommit } } } } }`,
+        })) as { data: { project: { changeRequests: { edges: { node: Record<string, string | null> }[] } } } }
+      ).data.project.changeRequests.edges.map((edge) => edge.node);
+    expect(await stored()).toEqual([
+      { title: 'Dashboard work', status: 'OPEN', headCommit: head, mergeCommit: null },
+    ]);
+
+    // The default branch moves: a fast-forward is refused with its message and code.
+    await commitOn('main', { 'main-only.txt': 'main moved\n' }, 'Main moves');
+    await panel.getByLabel('Merge method').selectOption('FAST_FORWARD');
+    await panel.getByRole('button', { name: 'Merge', exact: true }).click();
+    const alert = panel.getByRole('alert');
+    await waitFor(
+      async () => (await alert.getAttribute('data-code', { timeout: 1_000 })) === 'NOT_FAST_FORWARD',
+      {
+        what: 'the NOT_FAST_FORWARD error',
+      },
+    );
+    expect(await alert.textContent()).toContain(
+      'main has commits the session branch lacks, so it cannot fast-forward',
+    );
+    await expectAccessible(page);
+
+    // A merge commit lands on the default branch upstream.
+    await panel.getByLabel('Merge method').selectOption('MERGE');
+    await panel.getByRole('button', { name: 'Merge', exact: true }).click();
+    await panel.locator('[data-status="MERGED"]').waitFor();
+    const mergeCommit = await panel.getByTestId('merge-commit').textContent();
+    expect(mergeCommit).toBe(await upstreamMain());
+    expect(await stored()).toEqual([
+      { title: 'Dashboard work', status: 'MERGED', headCommit: head, mergeCommit },
+    ]);
+    expect(await alert.count()).toBe(0);
+
+    // Both sides edit README.md: the new change request conflicts, a merge is refused with its
+    // paths, nothing changes upstream, and it is closed.
+    await commitOn(sessionId, { 'README.md': '# session edit\n' }, 'Session edits the readme');
+    await commitOn('main', { 'README.md': '# main edit\n' }, 'Main edits the readme');
+    const mainBefore = await upstreamMain();
+    await panel.getByLabel('Title').fill('Conflicting work');
+    await panel.getByRole('button', { name: 'Open change request' }).click();
+    await panel.locator('[data-status="OPEN"]').waitFor();
+    expect(await panel.getByTestId('mergeable').textContent()).toBe(
+      'Conflicts as of the last check: README.md',
+    );
+    await panel.getByRole('button', { name: 'Merge', exact: true }).click();
+    await waitFor(
+      async () => (await alert.getAttribute('data-code', { timeout: 1_000 })) === 'MERGE_CONFLICT',
+      {
+        what: 'the MERGE_CONFLICT error',
+      },
+    );
+    expect(await alert.textContent()).toContain('MERGE_CONFLICT');
+    expect(await panel.getByTestId('conflicts').locator('li').allTextContents()).toEqual(['README.md']);
+    expect(await upstreamMain()).toBe(mainBefore);
+    await screenshot(page, 'session-change-request');
+    await expectAccessible(page);
+    // 375 px wide: the panel and its conflict list fit.
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await panel.getByRole('button', { name: 'Close change request' }).click();
+    await panel.locator('[data-status="CLOSED"]').waitFor();
+    expect((await stored()).map((cr) => [cr.title, cr.status]).sort()).toEqual([
+      ['Conflicting work', 'CLOSED'],
+      ['Dashboard work', 'MERGED'],
+    ]);
+    expect(await upstreamMain()).toBe(mainBefore);
     expect(w.problems).toEqual([]);
   }, 180_000);
 

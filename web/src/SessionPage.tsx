@@ -1,5 +1,6 @@
 // One session: the header (status, agent state, lease, reload phases as the server confirms each),
-// the conversation (sendMessage, streamed over sessionEvents, abortTurn) and stop.
+// the conversation (sendMessage, streamed over sessionEvents, abortTurn), the change request and
+// stop.
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
@@ -23,6 +24,7 @@ import { StatusBadge, agentLabel, formatUsd } from './status';
 import { Telemetry } from './Telemetry';
 import { Preview } from './Preview';
 import { CommandPalette } from './CommandPalette';
+import { ChangeRequestPanel } from './ChangeRequest';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
@@ -59,6 +61,11 @@ export function SessionPage({ id }: { id: string }) {
         canReload={session.status === 'RUNNING'}
       />
       <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
+      <ChangeRequestPanel
+        sessionId={session.sessionId}
+        branchName={session.branchName}
+        projectId={session.project.id}
+      />
       {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
       {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
       <CommandPalette />
