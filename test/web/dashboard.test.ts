@@ -1,7 +1,7 @@
 // The dashboard in Debian's Chromium against a real server on LOCAL with the real daemon, real
 // OpenCode and the stub model: sign in with a PAT, create a session and watch it become ready, chat
 // and see the streamed answer, abort a turn, reload and see every phase in order, see a session another client
-// created appear live, stop; telemetry drawn live with uPlot; the session's
+// created appear live, stop; telemetry drawn live with uPlot; Sync Branch & Reload; the session's
 // change request against the real upstream; triggers; revoking a token. Each page is screenshotted (into .tmp/web/, for a person to look at)
 // and its pixels checked for content, checked with axe-core, and no page logs a console error.
 import { execFile } from 'node:child_process';
@@ -261,7 +261,7 @@ describe('the dashboard in a real browser', () => {
     const palette = page.getByRole('dialog', { name: 'Commands' });
     await palette.waitFor();
     await page.keyboard.type('rel');
-    expect(await palette.getByRole('option').allTextContents()).toEqual(['Reload']);
+    expect(await palette.getByRole('option').allTextContents()).toEqual(['Reload', 'Sync Branch & Reload']);
     await expectAccessible(page);
     await page.keyboard.press('Enter');
     await waitFor(
@@ -274,6 +274,52 @@ describe('the dashboard in a real browser', () => {
     expect(await palette.isVisible()).toBe(false);
     expect(w.problems).toEqual([]);
   }, 180_000);
+
+  test('Sync Branch & Reload asks the agent to reconcile the branch, then reloads once its turn ends', async () => {
+    const { page } = w;
+    e.stub.setReply('Reconciled with main; tests pass; committed.');
+    const status = page.getByTestId('reload-status');
+    const previous = await status.getAttribute('data-reload');
+    await page.keyboard.press('Control+k');
+    const palette = page.getByRole('dialog', { name: 'Commands' });
+    await palette.waitFor();
+    await page.keyboard.type('sync');
+    expect(await palette.getByRole('option').allTextContents()).toEqual(['Sync Branch & Reload']);
+    await page.keyboard.press('Enter');
+    const sync = page.getByTestId('sync-state');
+    await waitFor(async () => (await sync.getAttribute('data-state', { timeout: 1_000 })) === 'RELOADING', {
+      timeoutMs: 90_000,
+      what: 'the sync turn to end',
+    });
+    await waitFor(
+      async () => {
+        const id = await status.getAttribute('data-reload', { timeout: 1_000 });
+        return id !== previous && (await status.getAttribute('data-status')) === 'SUCCEEDED';
+      },
+      { timeoutMs: 90_000, what: 'the sync’s reload to succeed' },
+    );
+    // What the agent was sent is the reconcile instruction, stored in the transcript.
+    const api = (await e.t.raw({
+      query: `{ session(id: "${sessionId}") { messages(last: 20) { edges { node { role text } } } reloads(last: 1) { edges { node { status } } } } }`,
+    })) as {
+      data: {
+        session: { messages: { edges: { node: { role: string; text: string } }[] }; reloads: unknown };
+      };
+    };
+    const sent = api.data.session.messages.edges.map((edge) => edge.node).filter((m) => m.role === 'user');
+    expect(sent.at(-1)?.text).toContain(
+      'Inspect the session branch, preserve local work, fetch the latest main, resolve conflicts, run the relevant tests, and commit the reconciliation.',
+    );
+    const answer = page.locator('li[data-role="assistant"]:not([data-streaming]) p');
+    await waitFor(
+      async () =>
+        (await answer.last().textContent({ timeout: 1_000 })) ===
+        'Reconciled with main; tests pass; committed.',
+      { timeoutMs: 60_000, what: 'the stored answer' },
+    );
+    expect(api.data.session.reloads).toEqual({ edges: [{ node: { status: 'SUCCEEDED' } }] });
+    expect(w.problems).toEqual([]);
+  }, 240_000);
 
   test('the change-request panel opens one, shows refused merges with their codes, merges, and closes a conflicting one', async () => {
     const { page } = w;
