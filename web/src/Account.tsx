@@ -1,9 +1,16 @@
 // The account: members, tokens (a new token's secret is shown once, here, and never again) and the
 // metered usage of the last 30 days (billed only on TEAM; other tiers see the cost for reference).
+// A token is revoked after a confirmation; revoked tokens stay listed, marked revoked.
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
+import { ConfirmButton } from './Confirm';
+import { DataTable } from './DataTable';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
-import { AccountPageDocument, CreatePersonalAccessTokenDocument } from './generated/graphql';
+import {
+  AccountPageDocument,
+  CreatePersonalAccessTokenDocument,
+  RevokeTokenDocument,
+} from './generated/graphql';
 import { formatUsd } from './status';
 
 const DAY_MS = 86_400_000;
@@ -37,26 +44,20 @@ export function Account() {
             : `Not billed: only TEAM accounts are billed, and this one is ${usage.tier}.`}
         </p>
         {usage.providers.length > 0 && (
-          <table className="sessions">
-            <thead>
-              <tr>
-                <th scope="col">Provider</th>
-                <th scope="col">Sandboxes</th>
-                <th scope="col">Minutes</th>
-                <th scope="col">Cost</th>
-              </tr>
-            </thead>
-            <tbody>
-              {usage.providers.map((p) => (
-                <tr key={p.provider}>
-                  <td>{p.provider}</td>
-                  <td>{p.sandboxCount}</td>
-                  <td>{Math.round(p.seconds / 60)}</td>
-                  <td>{formatUsd(p.costUsd)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <DataTable
+            label="Usage by provider"
+            columns={['Provider', 'Sandboxes', 'Minutes', 'Cost']}
+            rows={usage.providers}
+            rowKey={(p) => p.provider}
+            cells={(p) => (
+              <>
+                <td>{p.provider}</td>
+                <td>{p.sandboxCount}</td>
+                <td>{Math.round(p.seconds / 60)}</td>
+                <td>{formatUsd(p.costUsd)}</td>
+              </>
+            )}
+          />
         )}
       </section>
       <section className="card" aria-labelledby="members-title">
@@ -72,7 +73,7 @@ export function Account() {
       <Tokens
         scopes={data.viewer.scopes}
         tokens={data.viewer.tokens.edges.map((edge) => edge.node)}
-        onCreated={() => refetch({ requestPolicy: 'network-only' })}
+        onChanged={() => refetch({ requestPolicy: 'network-only' })}
       />
     </>
   );
@@ -89,8 +90,9 @@ interface TokenRow {
   revokedAt?: string | null;
 }
 
-function Tokens({ scopes, tokens, onCreated }: { scopes: string[]; tokens: TokenRow[]; onCreated(): void }) {
+function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: TokenRow[]; onChanged(): void }) {
   const [creating, create] = useMutation(CreatePersonalAccessTokenDocument);
+  const [revoking, revoke] = useMutation(RevokeTokenDocument);
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>(() => scopes.filter((s) => s.endsWith(':read')));
   const [secret, setSecret] = useState<string | null>(null);
@@ -106,41 +108,54 @@ function Tokens({ scopes, tokens, onCreated }: { scopes: string[]; tokens: Token
     if (payload?.__typename === 'CreateTokenSuccess') {
       setSecret(payload.secret);
       setName('');
-      onCreated();
+      onChanged();
     } else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  async function onRevoke(tokenId: string) {
+    setProblem(null);
+    const result = await revoke({ input: { tokenId } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.revokeToken;
+    if (payload?.__typename === 'RevokeTokenSuccess') onChanged();
+    else if (payload) setProblem(problemFromPayload(payload));
   }
 
   return (
     <section className="card" aria-labelledby="tokens-title">
       <h2 id="tokens-title">Tokens</h2>
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus */}
-      <section className="table-wrap" aria-label="Tokens table" tabIndex={0}>
-        <table className="sessions">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Last used</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.map((t) => (
-              <tr key={t.id} data-token={t.name}>
-                <td>
-                  {t.name}
-                  {t.revokedAt && ' (revoked)'}
-                </td>
-                <td>{t.kind.toLowerCase().replace('_', ' ')}</td>
-                <td className="mono">{t.prefix}</td>
-                <td>{t.scopes.join(', ')}</td>
-                <td>{t.lastUsedAt ? new Date(t.lastUsedAt).toLocaleString() : 'never'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+      <DataTable
+        label="Tokens table"
+        columns={['Name', 'Kind', 'Prefix', 'Scopes', 'Last used', 'Actions']}
+        rows={tokens}
+        rowKey={(t) => t.id}
+        rowProps={(t) => ({ 'data-token': t.name, 'data-revoked': Boolean(t.revokedAt) })}
+        cells={(t) => (
+          <>
+            <td>
+              {t.name}
+              {t.revokedAt && ' (revoked)'}
+            </td>
+            <td>{t.kind.toLowerCase().replace('_', ' ')}</td>
+            <td className="mono">{t.prefix}</td>
+            <td>{t.scopes.join(', ')}</td>
+            <td>{t.lastUsedAt ? new Date(t.lastUsedAt).toLocaleString() : 'never'}</td>
+            <td>
+              {t.revokedAt ? (
+                `revoked ${new Date(t.revokedAt).toLocaleString()}`
+              ) : (
+                <ConfirmButton
+                  label={`Revoke ${t.name}`}
+                  question={`Revoke ${t.name}? Anything using it is refused from now on.`}
+                  confirmLabel="Revoke token"
+                  disabled={revoking.fetching}
+                  onConfirm={() => void onRevoke(t.id)}
+                />
+              )}
+            </td>
+          </>
+        )}
+      />
       <form className="create" onSubmit={submit}>
         <label>
           Token name

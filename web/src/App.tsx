@@ -1,6 +1,15 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Provider, useQuery } from 'urql';
-import { type ApiClient, createApiClient, storeToken, storedToken } from './client';
+import {
+  type ApiClient,
+  type SignedInAccount,
+  createApiClient,
+  forgetAccount,
+  rememberAccount,
+  storeToken,
+  storedAccounts,
+  storedToken,
+} from './client';
 import { Problem, problemFromError } from './errors';
 import { ViewerDocument } from './generated/graphql';
 import { linkProps, useRoute } from './router';
@@ -13,25 +22,42 @@ import { ProjectPage, Projects } from './Projects';
 
 export function App() {
   const [token, setToken] = useState(storedToken);
+  const [accounts, setAccounts] = useState(storedAccounts);
+  const [adding, setAdding] = useState(false);
   const api = useMemo<ApiClient | null>(() => (token ? createApiClient(token) : null), [token]);
   useEffect(() => () => api?.dispose(), [api]);
-  if (!token || !api) {
+
+  const use = (value: string | null) => {
+    storeToken(value);
+    setToken(value);
+  };
+  if (!token || !api || adding) {
     return (
       <SignIn
-        onSignedIn={(value) => {
-          storeToken(value);
-          setToken(value);
+        onSignedIn={(account) => {
+          setAccounts(rememberAccount(account));
+          setAdding(false);
+          use(account.token);
         }}
+        onCancel={token ? () => setAdding(false) : undefined}
       />
     );
   }
   return (
     <ApiContext.Provider value={api}>
       <Provider value={api.urql}>
+        {/* Keyed by token: another account's pages start from nothing, not from this one's state. */}
         <Shell
+          key={token}
+          token={token}
+          accounts={accounts}
+          onViewer={(account) => setAccounts(rememberAccount(account))}
+          onSwitch={use}
+          onAdd={() => setAdding(true)}
           onSignOut={() => {
-            storeToken(null);
-            setToken(null);
+            const left = forgetAccount(token);
+            setAccounts(left);
+            use(left[0]?.token ?? null);
           }}
         />
       </Provider>
@@ -39,10 +65,29 @@ export function App() {
   );
 }
 
-function Shell({ onSignOut }: { onSignOut(): void }) {
+function Shell({
+  token,
+  accounts,
+  onViewer,
+  onSwitch,
+  onAdd,
+  onSignOut,
+}: {
+  token: string;
+  accounts: SignedInAccount[];
+  onViewer(account: SignedInAccount): void;
+  onSwitch(token: string): void;
+  onAdd(): void;
+  onSignOut(): void;
+}) {
   const route = useRoute();
   const [viewer] = useQuery({ query: ViewerDocument });
   const account = viewer.data?.viewer.account;
+  const known = accounts.some((a) => a.token === token && a.name === account?.name);
+  // A token set before this tab kept a list (or by a script) joins the list once it is known.
+  useEffect(() => {
+    if (account && !known) onViewer({ accountId: account.id, name: account.name, tier: account.tier, token });
+  }, [account, known, token, onViewer]);
   return (
     <>
       <header className="topbar">
@@ -66,8 +111,31 @@ function Shell({ onSignOut }: { onSignOut(): void }) {
         <span className="who" data-testid="account">
           {account ? `${account.name} · ${account.tier}` : ''}
         </span>
+        {accounts.length > 1 && (
+          <label className="switcher">
+            <span className="visually-hidden">Switch account</span>
+            {/* Values are account ids: a token is never written into the page. */}
+            <select
+              value={accounts.find((a) => a.token === token)?.accountId ?? ''}
+              onChange={(e) => {
+                const chosen = accounts.find((a) => a.accountId === e.target.value);
+                if (chosen) onSwitch(chosen.token);
+              }}
+              data-testid="account-switcher"
+            >
+              {accounts.map((a) => (
+                <option key={a.accountId} value={a.accountId}>
+                  {a.name} · {a.tier}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <button type="button" onClick={onAdd}>
+          Add account
+        </button>
         <button type="button" onClick={onSignOut}>
-          Sign out
+          {accounts.length > 1 && account ? `Sign out of ${account.name}` : 'Sign out'}
         </button>
       </header>
       <main>

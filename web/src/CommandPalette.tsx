@@ -7,6 +7,8 @@ const COMMANDS = [
   { id: 'reload', label: 'Reload' },
   { id: 'stop', label: 'Stop session' },
   { id: 'abort', label: 'Abort turn' },
+  // Asks the agent to reconcile the session branch with its base, then reloads once the turn ends.
+  { id: 'sync', label: 'Sync Branch & Reload' },
 ];
 
 function button(id: string): HTMLButtonElement | null {

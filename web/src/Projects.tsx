@@ -1,10 +1,21 @@
 // Projects: the list, and a project's templates (clamp/GPU warnings, snapshot state), secrets (names
 // and runtime-delivery flags; values are write-only: the form sets one, nothing reads one back) and
-// triggers with their last runs.
+// triggers with their last runs: create one (a webhook's signing key is shown once), pause or resume
+// it, delete it after a confirmation.
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
+import { ConfirmButton } from './Confirm';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
-import { ProjectListDocument, ProjectPageDocument, SetSecretDocument } from './generated/graphql';
+import {
+  CreateTriggerDocument,
+  DeleteTriggerDocument,
+  PauseTriggerDocument,
+  ProjectListDocument,
+  ProjectPageDocument,
+  SetSecretDocument,
+  type TriggerKind,
+  type TriggerViewFragment,
+} from './generated/graphql';
 import { linkProps } from './router';
 
 export function Projects() {
@@ -72,37 +83,11 @@ export function ProjectPage({ id }: { id: string }) {
         secrets={project.secrets}
         onChanged={() => refetch({ requestPolicy: 'network-only' })}
       />
-      <section className="card" aria-labelledby="triggers-title">
-        <h2 id="triggers-title">Triggers</h2>
-        {project.triggers.edges.length === 0 && <p>No triggers.</p>}
-        <ul className="plain">
-          {project.triggers.edges.map(({ node: t }) => (
-            <li key={t.id}>
-              <strong>{t.name}</strong> · {t.kind.toLowerCase()}
-              {t.schedule && ` · ${t.schedule} UTC`}
-              {t.paused
-                ? ' · paused'
-                : t.nextFireAt
-                  ? ` · next ${new Date(t.nextFireAt).toLocaleString()}`
-                  : ''}
-              <ul>
-                {t.runs.edges.map(({ node: r }) => (
-                  <li key={r.id}>
-                    {new Date(r.createdAt).toLocaleString()} · {r.status.toLowerCase()}
-                    {r.reason && ` · ${r.reason}`}
-                    {r.sessionId && (
-                      <>
-                        {' '}
-                        · <a {...linkProps(`/sessions/${r.sessionId}`)}>session</a>
-                      </>
-                    )}
-                  </li>
-                ))}
-              </ul>
-            </li>
-          ))}
-        </ul>
-      </section>
+      <Triggers
+        projectId={project.id}
+        triggers={project.triggers.edges.map((edge) => edge.node)}
+        onChanged={() => refetch({ requestPolicy: 'network-only' })}
+      />
     </>
   );
 }
@@ -176,6 +161,174 @@ function Secrets({
           Set secret
         </button>
       </form>
+      <Problem problem={problem} />
+    </section>
+  );
+}
+
+function Triggers({
+  projectId,
+  triggers,
+  onChanged,
+}: {
+  projectId: string;
+  triggers: TriggerViewFragment[];
+  onChanged(): void;
+}) {
+  const [creating, create] = useMutation(CreateTriggerDocument);
+  const [pausing, pause] = useMutation(PauseTriggerDocument);
+  const [deleting, remove] = useMutation(DeleteTriggerDocument);
+  const [name, setName] = useState('');
+  const [kind, setKind] = useState<TriggerKind>('SCHEDULE');
+  const [schedule, setSchedule] = useState('0 6 * * 1-5');
+  const [prompt, setPrompt] = useState('');
+  const [webhookSecret, setWebhookSecret] = useState<string | null>(null);
+  const [problem, setProblem] = useState<ApiProblem | null>(null);
+
+  async function submit(event: { preventDefault(): void }) {
+    event.preventDefault();
+    setProblem(null);
+    setWebhookSecret(null);
+    const result = await create({
+      input: {
+        projectId,
+        name: name.trim(),
+        kind,
+        ...(kind === 'SCHEDULE' ? { schedule: schedule.trim() } : {}),
+        ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
+      },
+    });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.createTrigger;
+    if (payload?.__typename === 'CreateTriggerSuccess') {
+      setWebhookSecret(payload.webhookSecret ?? null);
+      setName('');
+      setPrompt('');
+      onChanged();
+    } else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  async function onPause(trigger: TriggerViewFragment) {
+    setProblem(null);
+    const result = await pause({ input: { triggerId: trigger.id, paused: !trigger.paused } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.pauseTrigger;
+    if (payload?.__typename === 'PauseTriggerSuccess') onChanged();
+    else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  async function onDelete(trigger: TriggerViewFragment) {
+    setProblem(null);
+    const result = await remove({ input: { triggerId: trigger.id } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.deleteTrigger;
+    if (payload?.__typename === 'DeleteTriggerSuccess') onChanged();
+    else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  return (
+    <section className="card" aria-labelledby="triggers-title">
+      <h2 id="triggers-title">Triggers</h2>
+      {triggers.length === 0 && <p>No triggers.</p>}
+      <ul className="plain triggers">
+        {triggers.map((t) => (
+          <li key={t.id} data-trigger={t.name} data-paused={t.paused}>
+            <div className="section-head">
+              <span>
+                <strong>{t.name}</strong> · {t.kind.toLowerCase()}
+                {t.schedule && ` · ${t.schedule} UTC`}
+                <span data-testid="trigger-state">
+                  {t.paused
+                    ? ' · paused'
+                    : t.nextFireAt
+                      ? ` · next ${new Date(t.nextFireAt).toLocaleString()}`
+                      : ' · active'}
+                </span>
+              </span>
+              <span className="actions">
+                <button type="button" disabled={pausing.fetching} onClick={() => void onPause(t)}>
+                  {t.paused ? `Resume ${t.name}` : `Pause ${t.name}`}
+                </button>{' '}
+                <ConfirmButton
+                  label={`Delete ${t.name}`}
+                  question={`Delete ${t.name} and its run history?`}
+                  confirmLabel="Delete trigger"
+                  disabled={deleting.fetching}
+                  onConfirm={() => void onDelete(t)}
+                />
+              </span>
+            </div>
+            {t.webhookUrl && (
+              <p className="muted">
+                POST deliveries to <span className="mono">{t.webhookUrl}</span>
+              </p>
+            )}
+            {t.runs.edges.length === 0 ? (
+              <p className="muted">No runs yet.</p>
+            ) : (
+              <ul aria-label={`Runs of ${t.name}`}>
+                {t.runs.edges.map(({ node: r }) => (
+                  <li key={r.id} data-run={r.status}>
+                    {new Date(r.createdAt).toLocaleString()} · {r.status.toLowerCase().replaceAll('_', ' ')}
+                    {r.reason && ` · ${r.reason}`}
+                    {r.sessionId && (
+                      <>
+                        {' '}
+                        · <a {...linkProps(`/sessions/${r.sessionId}`)}>session</a>
+                      </>
+                    )}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </li>
+        ))}
+      </ul>
+      <form className="create" onSubmit={submit}>
+        <label>
+          Trigger name
+          <input name="triggerName" required value={name} onChange={(e) => setName(e.target.value)} />
+        </label>
+        <label>
+          Kind
+          <select name="triggerKind" value={kind} onChange={(e) => setKind(e.target.value as TriggerKind)}>
+            <option value="SCHEDULE">schedule</option>
+            <option value="WEBHOOK">webhook</option>
+          </select>
+        </label>
+        {kind === 'SCHEDULE' && (
+          <label>
+            Schedule (cron, UTC)
+            <input
+              name="triggerSchedule"
+              required
+              className="mono"
+              value={schedule}
+              onChange={(e) => setSchedule(e.target.value)}
+            />
+          </label>
+        )}
+        <label className="wide">
+          Trigger prompt
+          <textarea
+            name="triggerPrompt"
+            rows={2}
+            value={prompt}
+            onChange={(e) => setPrompt(e.target.value)}
+          />
+        </label>
+        <button type="submit" disabled={creating.fetching || name.trim() === ''}>
+          Create trigger
+        </button>
+      </form>
+      {webhookSecret && (
+        <div className="secret" role="status">
+          <p>Copy the webhook signing key now: it is shown once and never again.</p>
+          <output className="mono" data-testid="webhook-secret">
+            {webhookSecret}
+          </output>
+        </div>
+      )}
       <Problem problem={problem} />
     </section>
   );

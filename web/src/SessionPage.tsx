@@ -1,6 +1,7 @@
 // One session: the header (status, agent state, lease, reload phases as the server confirms each),
-// the conversation (sendMessage, streamed over sessionEvents, abortTurn) and stop.
-import { useCallback, useEffect, useMemo, useState } from 'react';
+// the conversation (sendMessage, streamed over sessionEvents, abortTurn), Sync Branch & Reload, the
+// change request and stop.
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
@@ -23,16 +24,36 @@ import { StatusBadge, agentLabel, formatUsd } from './status';
 import { Telemetry } from './Telemetry';
 import { Preview } from './Preview';
 import { CommandPalette } from './CommandPalette';
+import { ChangeRequestPanel } from './ChangeRequest';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
 const MAX_EVENTS = 5_000;
+
+/**
+ * What Sync Branch & Reload asks of the agent: the reconcile instruction of the runtime reference
+ * ("Reconcile a session branch"). The reference has the agent finish with `singulacomp sessions
+ * reload --no-repo --force --yes`; here the dashboard starts that reload itself once the turn ends
+ * (a web reload never refreshes the repository), so the agent is told to end its turn instead: a
+ * reload during the turn would end it before the reconciliation is committed.
+ */
+export function syncInstruction(baseRef: string): string {
+  return [
+    `Sync Branch & Reload: the base branch ${baseRef} changed.`,
+    `Inspect the session branch, preserve local work, fetch the latest ${baseRef}, resolve conflicts, run the relevant tests, and commit the reconciliation.`,
+    'Do not resolve a conflict by taking one side wholesale, and do not reset the working tree.',
+    'Do not reload the runtime yourself: end your turn when the reconciliation is committed, and the dashboard reloads the runtime (without refreshing the repository) once the turn has ended.',
+  ].join(' ');
+}
 
 export function SessionPage({ id }: { id: string }) {
   const [page, refetch] = useQuery({ query: SessionPageDocument, variables: { id } });
   useOnConnected(useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]));
   const [updated] = useSubscription({ query: SessionUpdatedDocument, variables: { id } });
   const [stopped, setStopped] = useState<SessionHeaderFragment | null>(null);
+  // Bumped when Sync Branch & Reload's turn ends: Reloads starts a reload for each bump.
+  const [reloadRequests, setReloadRequests] = useState(0);
+  const onSynced = useCallback(() => setReloadRequests((n) => n + 1), []);
   const session = newest([page.data?.session, updated.data?.sessionUpdated, stopped]);
 
   if (page.error) return <Problem problem={problemFromError(page.error)} />;
@@ -57,8 +78,20 @@ export function SessionPage({ id }: { id: string }) {
         sessionId={session.sessionId}
         latest={page.data?.session?.reloads.edges[0]?.node ?? null}
         canReload={session.status === 'RUNNING'}
+        requests={reloadRequests}
       />
-      <Conversation sessionId={session.sessionId} ready={session.agentReady} live={live} />
+      <Conversation
+        sessionId={session.sessionId}
+        baseRef={session.baseRef}
+        ready={session.agentReady}
+        live={live}
+        onSynced={onSynced}
+      />
+      <ChangeRequestPanel
+        sessionId={session.sessionId}
+        branchName={session.branchName}
+        projectId={session.project.id}
+      />
       {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
       {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
       <CommandPalette />
@@ -180,10 +213,13 @@ function Reloads({
   sessionId,
   latest,
   canReload,
+  requests,
 }: {
   sessionId: string;
   latest: ReloadViewFragment | null;
   canReload: boolean;
+  /** A count: each increase asks for a reload (Sync Branch & Reload's turn ended). */
+  requests: number;
 }) {
   const [started, setStarted] = useState<ReloadViewFragment | null>(null);
   const [reloading, reload] = useMutation(ReloadSessionDocument);
@@ -205,6 +241,13 @@ function Reloads({
     if (payload?.__typename === 'ReloadSessionSuccess') setStarted(payload.reload);
     else if (payload) setProblem(problemFromPayload(payload));
   }
+
+  const handled = useRef(requests);
+  useEffect(() => {
+    if (requests === handled.current) return;
+    handled.current = requests;
+    void onReload();
+  });
 
   const running = shown?.status === 'RUNNING';
   return (
@@ -255,7 +298,26 @@ interface Pending {
   historyLength: number;
 }
 
-function Conversation({ sessionId, ready, live }: { sessionId: string; ready: boolean; live: boolean }) {
+/** Sync Branch & Reload in flight: its message was accepted after the event `afterSeq`. */
+interface Sync {
+  afterSeq: number;
+  state: 'WAITING' | 'RELOADING' | 'FAILED';
+}
+
+function Conversation({
+  sessionId,
+  baseRef,
+  ready,
+  live,
+  onSynced,
+}: {
+  sessionId: string;
+  baseRef: string;
+  ready: boolean;
+  live: boolean;
+  /** Sync Branch & Reload's turn ended without an error: reload now. */
+  onSynced(): void;
+}) {
   const [history, refetchHistory] = useQuery({
     query: SessionMessagesDocument,
     variables: { id: sessionId },
@@ -271,10 +333,26 @@ function Conversation({ sessionId, ready, live }: { sessionId: string; ready: bo
   const [text, setText] = useState('');
   const [pending, setPending] = useState<Pending[]>([]);
   const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const [sync, setSync] = useState<Sync | null>(null);
 
   const messages = history.data?.session?.messages.edges.map((edge) => edge.node) ?? [];
   const turn = [...(events.data ?? [])].reverse().find((ev) => ev.kind === 'TURN_STATE');
   const busy = turn?.turnState === 'BUSY';
+
+  // The sync's turn: it was BUSY after the message, and now it is not.
+  const syncWaiting = sync?.state === 'WAITING' ? sync.afterSeq : null;
+  const syncEnded = useMemo(() => {
+    if (syncWaiting === null) return null;
+    const after = (events.data ?? []).filter((ev) => ev.kind === 'TURN_STATE' && ev.seq > syncWaiting);
+    const last = after.at(-1);
+    if (!last || last.turnState === 'BUSY' || !after.some((ev) => ev.turnState === 'BUSY')) return null;
+    return last.turnState === 'ERROR' ? 'FAILED' : 'RELOADING';
+  }, [events.data, syncWaiting]);
+  useEffect(() => {
+    if (!syncEnded) return;
+    setSync((s) => (s ? { ...s, state: syncEnded } : s));
+    if (syncEnded === 'RELOADING') onSynced();
+  }, [syncEnded, onSynced]);
 
   // A turn that ended: read the transcript back (the streamed text becomes the stored message).
   const endedSeq = turn && turn.turnState !== 'BUSY' ? turn.seq : null;
@@ -304,6 +382,19 @@ function Conversation({ sessionId, ready, live }: { sessionId: string; ready: bo
     if (payload?.__typename === 'SendMessageSuccess') {
       setPending((all) => [...all, { key: Date.now(), text: value, historyLength: messages.length }]);
       setText('');
+    } else if (payload) setProblem(problemFromPayload(payload));
+  }
+
+  async function onSync() {
+    setProblem(null);
+    const afterSeq = (events.data ?? []).at(-1)?.seq ?? 0;
+    const value = syncInstruction(baseRef);
+    const result = await send({ input: { sessionId, text: value } });
+    if (result.error) return setProblem(problemFromError(result.error));
+    const payload = result.data?.sendMessage;
+    if (payload?.__typename === 'SendMessageSuccess') {
+      setPending((all) => [...all, { key: Date.now(), text: value, historyLength: messages.length }]);
+      setSync({ afterSeq, state: 'WAITING' });
     } else if (payload) setProblem(problemFromPayload(payload));
   }
 
@@ -367,9 +458,27 @@ function Conversation({ sessionId, ready, live }: { sessionId: string; ready: bo
           <button type="button" data-command="abort" disabled={!busy || aborting.fetching} onClick={onAbort}>
             Abort turn
           </button>
+          <button
+            type="button"
+            className="secondary"
+            data-command="sync"
+            disabled={!ready || busy || sending.fetching || sync?.state === 'WAITING'}
+            onClick={onSync}
+          >
+            Sync Branch &amp; Reload
+          </button>
         </form>
       ) : (
         <p>The session has ended; its transcript is gone with its sandbox.</p>
+      )}
+      {sync && (
+        <p data-testid="sync-state" data-state={sync.state} aria-live="polite">
+          {sync.state === 'WAITING'
+            ? `Sync Branch & Reload: the agent is reconciling the branch with ${baseRef}; the reload starts when its turn ends.`
+            : sync.state === 'RELOADING'
+              ? 'Sync Branch & Reload: the agent’s turn ended; reloading (see Reload above).'
+              : 'Sync Branch & Reload: the agent’s turn failed, so the runtime was not reloaded.'}
+        </p>
       )}
       <Problem problem={problem} />
     </section>

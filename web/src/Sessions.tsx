@@ -1,9 +1,12 @@
-// The account's sessions, live: the first page from `sessions`, then every change from
-// `accountSessions` (newest seq of a session wins), refetched whenever the WebSocket (re)connects so
-// nothing that happened while it was away is missed. Plus the create-session form.
-import { useCallback, useMemo, useState } from 'react';
-import { useMutation, useQuery, useSubscription } from 'urql';
+// The account's sessions, live: pages of `sessions` (100 at a time, the next one fetched when the
+// view nears the end of what is loaded), then every change from `accountSessions` (newest seq of a
+// session wins), refetched whenever the WebSocket (re)connects so nothing that happened while it was
+// away is missed. Only the rows in view are rendered, so a thousand sessions scroll like ten. Plus
+// the create-session form.
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useClient, useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
+import { DataTable } from './DataTable';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
 import {
   AccountSessionsDocument,
@@ -17,6 +20,11 @@ import { linkProps, navigate } from './router';
 import { StatusBadge, agentLabel, formatUsd } from './status';
 
 const STATUSES: SessionStatus[] = ['PROVISIONING', 'RUNNING', 'STOPPED', 'FAILED'];
+/** The server's largest page. */
+const PAGE_SIZE = 100;
+/** Fixed so the list can be virtualised: cells never wrap (see .table-wrap.virtual). */
+const ROW_HEIGHT_PX = 41;
+const COLUMNS = ['Branch', 'Status', 'Agent', 'Project', 'Template', 'Cost', 'Created'];
 
 function merge(into: Map<string, SessionRowFragment>, rows: readonly SessionRowFragment[]) {
   for (const row of rows) {
@@ -25,9 +33,121 @@ function merge(into: Map<string, SessionRowFragment>, rows: readonly SessionRowF
   }
 }
 
+interface Pages {
+  rows: SessionRowFragment[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+  fetching: boolean;
+  problem: ApiProblem | null;
+}
+
+const NO_PAGES: Pages = { rows: [], endCursor: null, hasNextPage: true, fetching: true, problem: null };
+
+/**
+ * The loaded pages of `sessions`: `loadMore` appends the next page; `refresh` reloads from the top as
+ * many rows as were loaded (after a reconnect, or a new filter). A response to a superseded request
+ * is dropped.
+ */
+function useSessionPages(status: SessionStatus | '') {
+  const client = useClient();
+  const [pages, setPages] = useState<Pages>(NO_PAGES);
+  const current = useRef(pages);
+  current.current = pages;
+  const generation = useRef(0);
+  const busy = useRef(false);
+
+  const fetchPage = useCallback(
+    (after: string | null) =>
+      client
+        .query(
+          SessionsDocument,
+          { first: PAGE_SIZE, ...(after ? { after } : {}), ...(status ? { status } : {}) },
+          { requestPolicy: 'network-only' },
+        )
+        .toPromise(),
+    [client, status],
+  );
+
+  const refresh = useCallback(async () => {
+    const mine = ++generation.current;
+    busy.current = true;
+    const wanted = Math.max(current.current.rows.length, PAGE_SIZE);
+    const rows: SessionRowFragment[] = [];
+    let after: string | null = null;
+    setPages((p) => ({ ...p, fetching: true }));
+    try {
+      for (;;) {
+        const result = await fetchPage(after);
+        if (mine !== generation.current) return;
+        if (result.error || !result.data) {
+          setPages((p) => ({
+            ...p,
+            fetching: false,
+            problem: result.error ? problemFromError(result.error) : null,
+          }));
+          return;
+        }
+        const { edges, pageInfo } = result.data.sessions;
+        rows.push(...edges.map((edge) => edge.node));
+        after = pageInfo.endCursor ?? null;
+        const done = !pageInfo.hasNextPage || rows.length >= wanted;
+        setPages({
+          rows: [...rows],
+          endCursor: after,
+          hasNextPage: pageInfo.hasNextPage,
+          fetching: !done,
+          problem: null,
+        });
+        if (done) return;
+      }
+    } finally {
+      if (mine === generation.current) busy.current = false;
+    }
+  }, [fetchPage]);
+
+  const loadMore = useCallback(async () => {
+    const { endCursor, hasNextPage } = current.current;
+    if (busy.current || !hasNextPage || !endCursor) return;
+    const mine = generation.current;
+    busy.current = true;
+    setPages((p) => ({ ...p, fetching: true }));
+    try {
+      const result = await fetchPage(endCursor);
+      if (mine !== generation.current) return;
+      if (result.error || !result.data) {
+        setPages((p) => ({
+          ...p,
+          fetching: false,
+          problem: result.error ? problemFromError(result.error) : null,
+        }));
+        return;
+      }
+      const { edges, pageInfo } = result.data.sessions;
+      setPages((p) => ({
+        rows: [...p.rows, ...edges.map((edge) => edge.node)],
+        endCursor: pageInfo.endCursor ?? null,
+        hasNextPage: pageInfo.hasNextPage,
+        fetching: false,
+        problem: null,
+      }));
+    } finally {
+      if (mine === generation.current) busy.current = false;
+    }
+  }, [fetchPage]);
+
+  useEffect(() => {
+    current.current = NO_PAGES;
+    setPages(NO_PAGES);
+    void refresh();
+  }, [refresh]);
+  useOnConnected(useCallback(() => void refresh(), [refresh]));
+  return { pages, loadMore };
+}
+
 export function Sessions() {
-  const [list, refetch] = useQuery({ query: SessionsDocument, variables: { first: 100 } });
-  useOnConnected(useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]));
+  const [status, setStatus] = useState<SessionStatus | ''>('');
+  const [search, setSearch] = useState('');
+  const { pages, loadMore } = useSessionPages(status);
   const [live] = useSubscription(
     { query: AccountSessionsDocument },
     // The newest event of each session only: a tab left open for days stays as small as the list.
@@ -36,12 +156,10 @@ export function Sessions() {
       data.accountSessions,
     ],
   );
-  const [status, setStatus] = useState<SessionStatus | ''>('');
-  const [search, setSearch] = useState('');
 
   const rows = useMemo(() => {
     const byId = new Map<string, SessionRowFragment>();
-    merge(byId, list.data?.sessions.edges.map((edge) => edge.node) ?? []);
+    merge(byId, pages.rows);
     merge(byId, live.data ?? []);
     const needle = search.trim().toLowerCase();
     return [...byId.values()]
@@ -53,8 +171,9 @@ export function Sessions() {
             v.toLowerCase().includes(needle),
           ),
       )
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-  }, [list.data, live.data, status, search]);
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
+  }, [pages.rows, live.data, status, search]);
+  const onNearEnd = useCallback(() => void loadMore(), [loadMore]);
 
   return (
     <>
@@ -79,47 +198,41 @@ export function Sessions() {
             </label>
           </div>
         </div>
-        {list.error && <Problem problem={problemFromError(list.error)} />}
+        <p className="muted" data-testid="session-count" data-loaded={pages.rows.length} aria-live="polite">
+          {rows.length} session(s) shown
+          {pages.hasNextPage ? ', more load as you scroll' : ''}
+          {search.trim() ? ' (the search covers the loaded sessions)' : ''}
+        </p>
+        {pages.problem && <Problem problem={pages.problem} />}
         {live.error && <Problem problem={problemFromError(live.error)} />}
-        {/* Scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too. */}
-        {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus */}
-        <section className="table-wrap" aria-label="Sessions table" tabIndex={0}>
-          <table className="sessions">
-            <thead>
-              <tr>
-                <th scope="col">Branch</th>
-                <th scope="col">Status</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Project</th>
-                <th scope="col">Template</th>
-                <th scope="col">Cost</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((s) => (
-                <tr key={s.id} data-session={s.sessionId} data-status={s.status}>
-                  <td>
-                    <a className="mono" {...linkProps(`/sessions/${s.sessionId}`)}>
-                      {s.branchName.slice(0, 8)}
-                    </a>
-                  </td>
-                  <td>
-                    <StatusBadge status={s.status} />
-                  </td>
-                  <td data-agent-ready={s.agentReady}>{agentLabel(s)}</td>
-                  <td>
-                    <a {...linkProps(`/projects/${encodeURIComponent(s.project.id)}`)}>{s.project.name}</a>
-                  </td>
-                  <td>{s.template?.slug ?? 'default'}</td>
-                  <td>{formatUsd(s.costUsd)}</td>
-                  <td>{new Date(s.createdAt).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {rows.length === 0 && !list.fetching && <p className="empty">No sessions yet.</p>}
-        </section>
+        <DataTable
+          label="Sessions table"
+          columns={COLUMNS}
+          rows={rows}
+          rowKey={(s) => s.id}
+          rowProps={(s) => ({ 'data-session': s.sessionId, 'data-status': s.status })}
+          virtual={{ rowHeightPx: ROW_HEIGHT_PX, onNearEnd }}
+          empty={!pages.fetching && <p className="empty">No sessions yet.</p>}
+          cells={(s) => (
+            <>
+              <td>
+                <a className="mono" {...linkProps(`/sessions/${s.sessionId}`)}>
+                  {s.branchName.slice(0, 8)}
+                </a>
+              </td>
+              <td>
+                <StatusBadge status={s.status} />
+              </td>
+              <td data-agent-ready={s.agentReady}>{agentLabel(s)}</td>
+              <td>
+                <a {...linkProps(`/projects/${encodeURIComponent(s.project.id)}`)}>{s.project.name}</a>
+              </td>
+              <td>{s.template?.slug ?? 'default'}</td>
+              <td>{formatUsd(s.costUsd)}</td>
+              <td>{new Date(s.createdAt).toLocaleString()}</td>
+            </>
+          )}
+        />
       </section>
     </>
   );

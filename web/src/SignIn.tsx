@@ -1,8 +1,8 @@
 // Sign-in with a personal access token, kept in session storage (gone when the tab closes). A
 // `?token=` in the address (the development link the server prints at start-up) fills the field and
-// is removed from the address at once.
+// is removed from the address at once. Signed in already, the same form adds another account.
 import { useState } from 'react';
-import { createApiClient } from './client';
+import { type SignedInAccount, createApiClient } from './client';
 import { type ApiProblem, Problem, problemFromError } from './errors';
 import { ViewerDocument } from './generated/graphql';
 
@@ -17,7 +17,14 @@ function tokenFromAddress(): string {
   return TOKEN.test(token) ? token : '';
 }
 
-export function SignIn({ onSignedIn }: { onSignedIn(token: string): void }) {
+export function SignIn({
+  onSignedIn,
+  onCancel,
+}: {
+  onSignedIn(account: SignedInAccount): void;
+  /** Set while another account is signed in: back to it without adding one. */
+  onCancel?: () => void;
+}) {
   const [token, setToken] = useState(tokenFromAddress);
   const [problem, setProblem] = useState<ApiProblem | null>(null);
   const [busy, setBusy] = useState(false);
@@ -30,7 +37,10 @@ export function SignIn({ onSignedIn }: { onSignedIn(token: string): void }) {
     try {
       const result = await api.urql.query(ViewerDocument, {}, { requestPolicy: 'network-only' }).toPromise();
       if (result.error) setProblem(problemFromError(result.error));
-      else if (result.data) onSignedIn(token.trim());
+      else if (result.data) {
+        const { account } = result.data.viewer;
+        onSignedIn({ accountId: account.id, name: account.name, tier: account.tier, token: token.trim() });
+      }
     } finally {
       api.dispose();
       setBusy(false);
@@ -39,7 +49,7 @@ export function SignIn({ onSignedIn }: { onSignedIn(token: string): void }) {
 
   return (
     <main className="signin">
-      <h1>SingulaComp</h1>
+      <h1>{onCancel ? 'Add an account' : 'SingulaComp'}</h1>
       <form onSubmit={submit}>
         <label htmlFor="token">Personal access token</label>
         <input
@@ -56,6 +66,11 @@ export function SignIn({ onSignedIn }: { onSignedIn(token: string): void }) {
         <button type="submit" disabled={busy || token.trim() === ''}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
+        {onCancel && (
+          <button type="button" className="secondary" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
         <Problem problem={problem} />
       </form>
     </main>

@@ -1,9 +1,50 @@
 // One urql client per signed-in token: queries and mutations over HTTP POST, subscriptions over
-// graphql-ws on the same /graphql path (the server refuses subscriptions over HTTP).
+// graphql-ws on the same /graphql path (the server refuses subscriptions over HTTP). The tab keeps
+// one token per signed-in account in session storage (a PAT belongs to one account): the active one
+// under singulacomp.token, all of them under singulacomp.accounts.
 import { Client, fetchExchange, subscriptionExchange } from '@urql/core';
 import { createClient as createWsClient } from 'graphql-ws';
 
 const TOKEN_KEY = 'singulacomp.token';
+const ACCOUNTS_KEY = 'singulacomp.accounts';
+
+export interface SignedInAccount {
+  /** The account's global id. */
+  accountId: string;
+  name: string;
+  tier: string;
+  token: string;
+}
+
+export function storedAccounts(): SignedInAccount[] {
+  try {
+    const parsed: unknown = JSON.parse(sessionStorage.getItem(ACCOUNTS_KEY) ?? '[]');
+    return Array.isArray(parsed)
+      ? parsed.filter(
+          (a): a is SignedInAccount =>
+            typeof a?.accountId === 'string' && typeof a?.token === 'string' && typeof a?.name === 'string',
+        )
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Adds the account, or replaces its token: a second token of the same account is not a second entry. */
+export function rememberAccount(account: SignedInAccount): SignedInAccount[] {
+  const all = storedAccounts();
+  const index = all.findIndex((a) => a.accountId === account.accountId);
+  if (index === -1) all.push(account);
+  else all[index] = account;
+  sessionStorage.setItem(ACCOUNTS_KEY, JSON.stringify(all));
+  return all;
+}
+
+export function forgetAccount(token: string): SignedInAccount[] {
+  const all = storedAccounts().filter((a) => a.token !== token);
+  sessionStorage.setItem(ACCOUNTS_KEY, JSON.stringify(all));
+  return all;
+}
 
 export function storedToken(): string | null {
   return sessionStorage.getItem(TOKEN_KEY);
