@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
-import { signUserContext, verifyUserContext } from '../../contract/user-context';
+import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
 
 const GiB = 1024 ** 3;
 
@@ -54,6 +54,28 @@ describe('user context', () => {
       const verdict = verifyUserContext(header, token, 's1', now + 1);
       expect(verdict.ok ? 200 : verdict.status, String(header)).toBe(status);
     }
+  });
+  test('the per-server verifier gives the same verdicts and re-checks the clock for a header it saw', () => {
+    const verifier = new UserContextVerifier(token, 's1');
+    const good = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    const forged = signUserContext({ sessionId: 's1', userId: 'u1', nowSeconds: now }, 'other-token');
+    const other = signUserContext({ sessionId: 's2', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    for (const at of [now + 1, now + 2]) {
+      expect(verifier.verify(good, at)).toEqual(verifyUserContext(good, token, 's1', at));
+      expect(verifier.verify(forged, at)).toEqual({ ok: false, status: 401, reason: 'bad user context signature' });
+      expect(verifier.verify(other, at)).toEqual({
+        ok: false,
+        status: 403,
+        reason: 'user context is for another session',
+      });
+    }
+    // Seen and accepted before; expired now.
+    expect(verifier.verify(good, now + 60)).toEqual({ ok: false, status: 401, reason: 'user context expired' });
+    // Issued in the future for this clock, though verified at a later one.
+    const later = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now + 100 }, token);
+    expect(verifier.verify(later, now + 100).ok).toBe(true);
+    expect(verifier.verify(later, now).ok).toBe(false);
+    expect(verifier.verify(undefined)).toEqual({ ok: false, status: 401, reason: 'missing user context' });
   });
 });
 
