@@ -116,7 +116,12 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     SINGULACOMP_TELEMETRY_INTERVAL_MS?: number;
     LOG_LEVEL: string;
   };
-  const f = parsedFlags.data as { workspace?: string; home?: string; opencodePort: number; opencodeBin?: string };
+  const f = parsedFlags.data as {
+    workspace?: string;
+    home?: string;
+    opencodePort: number;
+    opencodeBin?: string;
+  };
   return {
     sessionId: e.SINGULACOMP_SESSION_ID,
     branchName: e.SINGULACOMP_BRANCH_NAME ?? e.SINGULACOMP_SESSION_ID,

@@ -100,7 +100,11 @@ function forwardedHeaders(req: IncomingMessage, proto: 'http' | 'ws'): OutgoingH
 }
 
 /** The request's headers for the upstream: without hop-by-hop ones (unless kept), with X-Forwarded-*. */
-function upstreamHeaders(req: IncomingMessage, proto: 'http' | 'ws', keep?: Set<string>): OutgoingHttpHeaders {
+function upstreamHeaders(
+  req: IncomingMessage,
+  proto: 'http' | 'ws',
+  keep?: Set<string>,
+): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = {};
   const given: IncomingHttpHeaders = req.headers;
   for (const name in given) {

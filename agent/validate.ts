@@ -92,9 +92,12 @@ function field(spec: Field, input: unknown, issues: string[]): unknown {
         issues.push('Invalid input: expected int, received number');
         return undefined;
       }
-      if (spec.gt !== undefined && !(value > spec.gt)) issues.push(`Too small: expected number to be >${spec.gt}`);
-      if (spec.min !== undefined && value < spec.min) issues.push(`Too small: expected number to be >=${spec.min}`);
-      if (spec.max !== undefined && value > spec.max) issues.push(`Too big: expected number to be <=${spec.max}`);
+      if (spec.gt !== undefined && !(value > spec.gt))
+        issues.push(`Too small: expected number to be >${spec.gt}`);
+      if (spec.min !== undefined && value < spec.min)
+        issues.push(`Too small: expected number to be >=${spec.min}`);
+      if (spec.max !== undefined && value > spec.max)
+        issues.push(`Too big: expected number to be <=${spec.max}`);
       return value;
     }
   }

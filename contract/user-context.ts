@@ -90,7 +90,11 @@ function checkSigned(
 }
 
 /** The checks that depend on the clock and the session, run on every request. */
-function checkClaims(claims: UserContextClaims, sessionId: string, nowSeconds: number): VerifyUserContextResult {
+function checkClaims(
+  claims: UserContextClaims,
+  sessionId: string,
+  nowSeconds: number,
+): VerifyUserContextResult {
   if (claims.exp <= nowSeconds) return { ok: false, status: 401, reason: 'user context expired' };
   // A header minted for the future would outlive the TTL cap; 30 s absorbs clock skew.
   if (claims.iat > nowSeconds + USER_CONTEXT_MAX_SKEW_SECONDS) {

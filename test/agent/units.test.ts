@@ -64,7 +64,11 @@ describe('user context', () => {
     const other = signUserContext({ sessionId: 's2', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
     for (const at of [now + 1, now + 2]) {
       expect(verifier.verify(good, at)).toEqual(verifyUserContext(good, token, 's1', at));
-      expect(verifier.verify(forged, at)).toEqual({ ok: false, status: 401, reason: 'bad user context signature' });
+      expect(verifier.verify(forged, at)).toEqual({
+        ok: false,
+        status: 401,
+        reason: 'bad user context signature',
+      });
       expect(verifier.verify(other, at)).toEqual({
         ok: false,
         status: 403,
@@ -72,9 +76,16 @@ describe('user context', () => {
       });
     }
     // Seen and accepted before; expired now.
-    expect(verifier.verify(good, now + 60)).toEqual({ ok: false, status: 401, reason: 'user context expired' });
+    expect(verifier.verify(good, now + 60)).toEqual({
+      ok: false,
+      status: 401,
+      reason: 'user context expired',
+    });
     // Issued in the future for this clock, though verified at a later one.
-    const later = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now + 100 }, token);
+    const later = signUserContext(
+      { sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now + 100 },
+      token,
+    );
     expect(verifier.verify(later, now + 100).ok).toBe(true);
     expect(verifier.verify(later, now).ok).toBe(false);
     expect(verifier.verify(undefined)).toEqual({ ok: false, status: 401, reason: 'missing user context' });
@@ -206,7 +217,17 @@ describe('input checks', () => {
       'message body',
       { text: { type: 'string', min: 1, max: 5 } },
       z.object({ text: z.string().min(1).max(5) }),
-      [{ text: 'hi' }, { text: '' }, { text: '123456' }, { text: 3 }, {}, [], null, 'text', { text: 'a', x: 1 }],
+      [
+        { text: 'hi' },
+        { text: '' },
+        { text: '123456' },
+        { text: 3 },
+        {},
+        [],
+        null,
+        'text',
+        { text: 'a', x: 1 },
+      ],
     ],
     [
       'reload body',
@@ -215,7 +236,11 @@ describe('input checks', () => {
         noRepo: { type: 'boolean', optional: true },
         force: { type: 'boolean', optional: true },
       },
-      z.object({ reloadId: z.string().min(1), noRepo: z.boolean().optional(), force: z.boolean().optional() }),
+      z.object({
+        reloadId: z.string().min(1),
+        noRepo: z.boolean().optional(),
+        force: z.boolean().optional(),
+      }),
       [{ reloadId: 'r' }, { reloadId: 'r', noRepo: true, force: false }, { noRepo: 'yes' }, { reloadId: '' }],
     ],
     [
