@@ -1,6 +1,5 @@
 // createAgent(options): the daemon as one options object with defaults, wiring every capability.
 import { join } from 'node:path';
-import { z } from 'zod';
 import { ApiClient, type RuntimeState } from './api-client';
 import type { BackoffOptions } from './backoff';
 import { EventForwarder } from './event-forward';
@@ -15,6 +14,7 @@ import { type ControlHandlers, ProxyServer } from './proxy';
 import { compileAgentConfig, Reloader } from './reload';
 import { Supervisor } from './supervisor';
 import { createSystemReaders, type SystemReaders, Telemetry } from './telemetry';
+import { parseObject, prettify, type Shape } from './validate';
 
 export interface AgentOptions {
   /** SINGULACOMP_SESSION_ID */
@@ -87,13 +87,13 @@ export interface AgentOptions {
   logLevel?: string;
 }
 
-const messageBody = z.object({ text: z.string().min(1).max(100_000) });
+const messageBody = { text: { type: 'string', min: 1, max: 100_000 } } satisfies Shape;
 
-const reloadBody = z.object({
-  reloadId: z.string().min(1),
-  noRepo: z.boolean().optional(),
-  force: z.boolean().optional(),
-});
+const reloadBody = {
+  reloadId: { type: 'string', min: 1 },
+  noRepo: { type: 'boolean', optional: true },
+  force: { type: 'boolean', optional: true },
+} satisfies Shape;
 
 export class Agent {
   readonly options: Required<
@@ -381,23 +381,25 @@ export class Agent {
         }
       },
       reload: async (body) => {
-        const parsed = reloadBody.safeParse(body);
-        if (!parsed.success) return { status: 400, body: { error: z.prettifyError(parsed.error) } };
-        const run = this.reloader.begin(parsed.data);
+        const parsed = parseObject(reloadBody, body);
+        if (!parsed.success) return { status: 400, body: { error: prettify(parsed.issues) } };
+        const request = parsed.data as { reloadId: string; noRepo?: boolean; force?: boolean };
+        const run = this.reloader.begin(request);
         if (!run) return { status: 409, body: { error: 'a reload is already running' } };
-        return { status: 202, body: { accepted: true, reloadId: parsed.data.reloadId } };
+        return { status: 202, body: { accepted: true, reloadId: request.reloadId } };
       },
       part: async (id) => {
         const found = await this.offloader.read(id);
         return found ? { mime: found.meta.mime, bytes: found.bytes } : null;
       },
       message: async (body) => {
-        const parsed = messageBody.safeParse(body);
-        if (!parsed.success) return { status: 400, body: { error: z.prettifyError(parsed.error) } };
+        const parsed = parseObject(messageBody, body);
+        if (!parsed.success) return { status: 400, body: { error: prettify(parsed.issues) } };
+        const { text } = parsed.data as { text: string };
         const client = this.supervisor.healthy ? this.supervisor.current?.client : null;
         if (!client) return { status: 503, body: { error: 'OpenCode is not running' } };
         const sessionId = await this.conversation(client);
-        await client.promptAsync(sessionId, parsed.data.text);
+        await client.promptAsync(sessionId, text);
         return { status: 202, body: { accepted: true, opencodeSessionId: sessionId } };
       },
       abort: async () => {

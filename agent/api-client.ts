@@ -15,6 +15,7 @@ import {
   type TypedDocumentString,
 } from '../contract/daemon-api';
 import { Backoff, sleep } from './backoff';
+import { type HttpRequester, type HttpResponse, request } from './http';
 import type { Logger } from './logger';
 
 export type { ReloadPhaseName, ReloadPhaseStatus, RuntimeState, TelemetryReason };
@@ -72,7 +73,8 @@ export interface ApiClientOptions {
   backoff?: { initialMs?: number; maxMs?: number };
   /** Per-request timeout. @default 15_000 */
   requestTimeoutMs?: number;
-  fetch?: typeof fetch;
+  /** @default node:http (./http) */
+  request?: HttpRequester;
 }
 
 const DOCUMENTS = {
@@ -96,14 +98,14 @@ export class ApiClient {
   private readonly endpoint: string;
   private readonly maxAttempts: number;
   private readonly requestTimeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly request: HttpRequester;
   private readonly log: Logger;
 
   constructor(private readonly options: ApiClientOptions) {
     this.endpoint = `${options.apiUrl.replace(/\/+$/, '')}/graphql`;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 15_000;
-    this.fetchImpl = options.fetch ?? fetch;
+    this.request = options.request ?? request;
     this.log = options.logger.child({ module: 'api-client' });
   }
 
@@ -191,9 +193,9 @@ export class ApiClient {
   }
 
   private async post(operation: Operation, variables: unknown): Promise<Record<string, unknown>> {
-    let response: Response;
+    let response: HttpResponse;
     try {
-      response = await this.fetchImpl(this.endpoint, {
+      response = await this.request(this.endpoint, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',

@@ -1,38 +1,44 @@
 // The daemon's configuration: the injected environment of docs/agent-api.md plus host-only flags.
 // Nothing else in agent/ reads process.env.
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import { parseObject, type Shape } from './validate';
 
-const envSchema = z.object({
-  SINGULACOMP_SESSION_ID: z.string().min(1),
-  SINGULACOMP_BRANCH_NAME: z.string().min(1).optional(),
-  SINGULACOMP_PROJECT_ID: z.string().min(1),
-  SINGULACOMP_TOKEN: z.string().min(1),
-  SINGULACOMP_API_URL: z.url(),
-  SINGULACOMP_SERVICE_PORT: z.coerce.number().int().min(0).max(65_535).default(8000),
-  SINGULACOMP_MEMORY_GUARD_PCT: z.coerce.number().gt(0).max(100).default(92),
-  SINGULACOMP_ATTACHMENT_OFFLOAD: z.enum(['0', '1']).default('1'),
+const envShape = {
+  SINGULACOMP_SESSION_ID: { type: 'string', min: 1 },
+  SINGULACOMP_BRANCH_NAME: { type: 'string', min: 1, optional: true },
+  SINGULACOMP_PROJECT_ID: { type: 'string', min: 1 },
+  SINGULACOMP_TOKEN: { type: 'string', min: 1 },
+  SINGULACOMP_API_URL: { type: 'url' },
+  SINGULACOMP_SERVICE_PORT: { type: 'number', int: true, min: 0, max: 65_535, default: 8000 },
+  SINGULACOMP_MEMORY_GUARD_PCT: { type: 'number', gt: 0, max: 100, default: 92 },
+  SINGULACOMP_ATTACHMENT_OFFLOAD: { type: 'enum', values: ['0', '1'], default: '1' },
   /** Lease renewal interval while a turn is busy (R-LEASE-1); tests and single-host installs scale it. */
-  SINGULACOMP_LEASE_RENEW_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).optional(),
+  SINGULACOMP_LEASE_RENEW_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 600_000, optional: true },
   /**
    * Ports the proxy may also reach though no process of the daemon's tree listens on them (an app
    * the image starts beside the daemon). Never the service port or the API's.
    */
-  SINGULACOMP_PROXY_EXTRA_PORTS: z
-    .string()
-    .regex(/^\d{1,5}(,\d{1,5})*$/, 'comma-separated port numbers')
-    .optional(),
+  SINGULACOMP_PROXY_EXTRA_PORTS: {
+    type: 'string',
+    pattern: /^\d{1,5}(,\d{1,5})*$/,
+    patternMessage: 'comma-separated port numbers',
+    optional: true,
+  },
   /** Telemetry push interval (R-AG-4). */
-  SINGULACOMP_TELEMETRY_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-});
+  SINGULACOMP_TELEMETRY_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 3_600_000, optional: true },
+  LOG_LEVEL: {
+    type: 'enum',
+    values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    default: 'info',
+  },
+} satisfies Shape;
 
-const flagSchema = z.object({
-  workspace: z.string().min(1).default('/workspace'),
-  home: z.string().min(1).default('/opt/singulacomp/home'),
-  opencodePort: z.coerce.number().int().min(1).max(65_535).default(4096),
-  opencodeBin: z.string().min(1).optional(),
-});
+const flagShape = {
+  workspace: { type: 'string', min: 1, optional: true },
+  home: { type: 'string', min: 1, optional: true },
+  opencodePort: { type: 'number', int: true, min: 1, max: 65_535, default: 4096 },
+  opencodeBin: { type: 'string', min: 1, optional: true },
+} satisfies Shape;
 
 export interface AgentEnv {
   sessionId: string;
@@ -82,21 +88,40 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
   } catch (error) {
     problems.push(`flags: ${(error as Error).message}`);
   }
-  const parsedEnv = envSchema.safeParse(env);
+  const parsedEnv = parseObject(envShape, env);
   if (!parsedEnv.success) {
-    for (const issue of parsedEnv.error.issues) problems.push(`${issue.path.join('.')}: ${issue.message}`);
+    for (const issue of parsedEnv.issues) problems.push(`${issue.path.join('.')}: ${issue.message}`);
   }
-  const parsedFlags = flagSchema.safeParse(
+  const parsedFlags = parseObject(
+    flagShape,
     Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined)),
   );
   if (!parsedFlags.success) {
-    for (const issue of parsedFlags.error.issues)
-      problems.push(`--${issue.path.join('.')}: ${issue.message}`);
+    for (const issue of parsedFlags.issues) problems.push(`--${issue.path.join('.')}: ${issue.message}`);
   }
   if (problems.length > 0 || !parsedEnv.success || !parsedFlags.success) {
     throw new AgentConfigError(`invalid daemon configuration:\n  ${problems.join('\n  ')}`);
   }
-  const e = parsedEnv.data;
+  const e = parsedEnv.data as {
+    SINGULACOMP_SESSION_ID: string;
+    SINGULACOMP_BRANCH_NAME?: string;
+    SINGULACOMP_PROJECT_ID: string;
+    SINGULACOMP_TOKEN: string;
+    SINGULACOMP_API_URL: string;
+    SINGULACOMP_SERVICE_PORT: number;
+    SINGULACOMP_MEMORY_GUARD_PCT: number;
+    SINGULACOMP_ATTACHMENT_OFFLOAD: '0' | '1';
+    SINGULACOMP_LEASE_RENEW_INTERVAL_MS?: number;
+    SINGULACOMP_PROXY_EXTRA_PORTS?: string;
+    SINGULACOMP_TELEMETRY_INTERVAL_MS?: number;
+    LOG_LEVEL: string;
+  };
+  const f = parsedFlags.data as {
+    workspace?: string;
+    home?: string;
+    opencodePort: number;
+    opencodeBin?: string;
+  };
   return {
     sessionId: e.SINGULACOMP_SESSION_ID,
     branchName: e.SINGULACOMP_BRANCH_NAME ?? e.SINGULACOMP_SESSION_ID,
@@ -114,6 +139,9 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     ...(e.SINGULACOMP_TELEMETRY_INTERVAL_MS
       ? { telemetryIntervalMs: e.SINGULACOMP_TELEMETRY_INTERVAL_MS }
       : {}),
-    ...parsedFlags.data,
+    workspace: f.workspace ?? '/workspace',
+    home: f.home ?? '/opt/singulacomp/home',
+    opencodePort: f.opencodePort,
+    ...(f.opencodeBin !== undefined ? { opencodeBin: f.opencodeBin } : {}),
   };
 }

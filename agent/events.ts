@@ -7,6 +7,7 @@
 //   server.connected {}
 import { EventEmitter } from 'node:events';
 import { Backoff, type BackoffOptions, sleep } from './backoff';
+import { request } from './http';
 import type { Logger } from './logger';
 import type { OpencodeClient } from './opencode';
 
@@ -212,11 +213,14 @@ export class EventFollower {
     const staleAfterMs = this.options.staleAfterMs ?? 60_000;
     let staleTimer = setTimeout(() => controller.abort(), staleAfterMs);
     try {
-      const response = await fetch(`${client.baseUrl}/event`, {
+      const response = await request(`${client.baseUrl}/event`, {
         headers: { accept: 'text/event-stream' },
         signal: controller.signal,
       });
-      if (!response.ok || !response.body) throw new Error(`GET /event: HTTP ${response.status}`);
+      if (!response.ok) {
+        response.body.destroy();
+        throw new Error(`GET /event: HTTP ${response.status}`);
+      }
       this.connections += 1;
       this.log.debug({ baseUrl: client.baseUrl }, 'event stream connected');
       // Events missed while disconnected: the status endpoint says which turns are still running.
@@ -224,7 +228,7 @@ export class EventFollower {
       this.backoff.reset();
       const decoder = new TextDecoder();
       let buffer = '';
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
         clearTimeout(staleTimer);
         staleTimer = setTimeout(() => controller.abort(), staleAfterMs);
         buffer += decoder.decode(chunk, { stream: true });

@@ -1,6 +1,7 @@
 // OpenCode's model provider inside the sandbox is the control plane's LLM gateway (R-LLM-1): the
 // daemon asks the gateway which models it serves and hands OpenCode a provider whose base URL is
 // the gateway and whose API key is SINGULACOMP_TOKEN, so no model-provider key enters the sandbox.
+import { request } from './http';
 import type { Logger } from './logger';
 
 /** Provider id of the gateway in OpenCode's config; models are selected as `singulacomp/<model>`. */
@@ -44,11 +45,12 @@ export async function fetchGatewayModels(
 ): Promise<string[]> {
   const log = logger.child({ module: 'llm-config' });
   try {
-    const response = await fetch(`${gatewayBaseUrl(apiUrl)}/models`, {
+    const response = await request(`${gatewayBaseUrl(apiUrl)}/models`, {
       headers: { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(timeoutMs),
     });
     if (!response.ok) {
+      response.body.resume();
       log.warn({ status: response.status }, 'LLM gateway lists no models; OpenCode keeps its own providers');
       return [];
     }

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { sleep } from './backoff';
+import { request } from './http';
 import type { Logger } from './logger';
 
 /**
@@ -62,7 +63,7 @@ export class OpencodeClient {
     body?: unknown,
     timeoutMs = this.timeoutMs,
   ): Promise<unknown> {
-    const response = await fetch(`${this.baseUrl}${path}`, {
+    const response = await request(`${this.baseUrl}${path}`, {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -1,17 +1,21 @@
 // R-AG-2: the daemon's HTTP surface on SINGULACOMP_SERVICE_PORT — /singulacomp/* control routes and
 // a reverse proxy (HTTP and WebSocket) to OpenCode or to any other local port, behind the
-// X-SingulaComp-User-Context header.
+// X-SingulaComp-User-Context header. The proxy is a plain node:http pipe (request in, upstream
+// request out over a keep-alive pool, response piped back), the same forwarding http-proxy did
+// with `xfwd` (X-Forwarded-For/-Port/-Proto/-Host) at a fraction of its per-request work.
 import {
-  Agent as HttpAgent,
   createServer,
+  Agent as HttpAgent,
+  type IncomingHttpHeaders,
   type IncomingMessage,
+  request as httpRequest,
+  type OutgoingHttpHeaders,
   type Server,
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import httpProxy from 'http-proxy';
+import { USER_CONTEXT_HEADER, UserContextVerifier } from '../contract/user-context';
 import type { Logger } from './logger';
-import { USER_CONTEXT_HEADER, verifyUserContext } from '../contract/user-context';
 import { sandboxListeningPorts } from './sandbox-ports';
 
 export const TARGET_PORT_HEADER = 'x-singulacomp-target-port';
@@ -65,27 +69,80 @@ async function readJson(req: IncomingMessage, limitBytes = 64 * 1024): Promise<u
   return text ? JSON.parse(text) : {};
 }
 
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, so neither side's are
+ * forwarded; node:http frames each side itself (keep-alive, chunked or content-length).
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
+
+/** X-Forwarded-* as http-proxy's `xfwd` sets them: appended to a value already present. */
+function forwardedHeaders(req: IncomingMessage, proto: 'http' | 'ws'): OutgoingHttpHeaders {
+  const given = req.headers;
+  const headers: OutgoingHttpHeaders = {};
+  const append = (name: string, value: string): void => {
+    const before = given[name];
+    headers[name] = before ? `${before},${value}` : value;
+  };
+  const hostPort = given.host ? /:(\d+)/.exec(given.host) : null;
+  append('x-forwarded-for', req.socket.remoteAddress ?? '');
+  append('x-forwarded-port', hostPort ? hostPort[1]! : '80');
+  append('x-forwarded-proto', proto);
+  headers['x-forwarded-host'] = given['x-forwarded-host'] || given.host || '';
+  return headers;
+}
+
+/** The request's headers for the upstream: without hop-by-hop ones (unless kept), with X-Forwarded-*. */
+function upstreamHeaders(
+  req: IncomingMessage,
+  proto: 'http' | 'ws',
+  keep?: Set<string>,
+): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  const given: IncomingHttpHeaders = req.headers;
+  for (const name in given) {
+    if (HOP_BY_HOP.has(name) && !keep?.has(name)) continue;
+    headers[name] = given[name];
+  }
+  return Object.assign(headers, forwardedHeaders(req, proto));
+}
+
+/** Raw response headers without hop-by-hop ones, as the flat [name, value, …] list writeHead takes. */
+function downstreamHeaders(raw: string[]): string[] {
+  const headers: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+  }
+  return headers;
+}
+
+/** A response head for a raw socket (upgrade answers): status line, then the raw headers. */
+function rawHead(statusLine: string, raw: string[]): string {
+  let head = statusLine;
+  for (let i = 0; i < raw.length; i += 2) head += `\r\n${raw[i]}: ${raw[i + 1]}`;
+  return `${head}\r\n\r\n`;
+}
+
+const UPGRADE_HEADERS = new Set(['connection', 'upgrade']);
+
 export class ProxyServer {
   readonly server: Server;
-  private readonly proxy: httpProxy;
   private readonly log: Logger;
   private readonly sockets = new Set<Socket>();
+  private readonly verifier: UserContextVerifier;
   // Upstream keep-alive: without it every proxied request pays a fresh TCP connect to OpenCode.
   private readonly upstream = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
 
   constructor(private readonly options: ProxyServerOptions) {
     this.log = options.logger.child({ module: 'proxy' });
-    this.proxy = httpProxy.createProxyServer({ xfwd: true, ws: true, proxyTimeout: 0 });
-    this.proxy.on('error', (error, _req, resOrSocket) => {
-      this.log.debug({ err: error.message }, 'upstream error');
-      if (resOrSocket && 'writeHead' in resOrSocket) {
-        const res = resOrSocket as ServerResponse;
-        if (!res.headersSent) sendJson(res, 502, { error: 'upstream unavailable', detail: error.message });
-        else res.end();
-      } else {
-        (resOrSocket as Socket | undefined)?.destroy();
-      }
-    });
+    this.verifier = new UserContextVerifier(options.token, options.sessionId);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         this.log.error({ err: (error as Error).message, url: req.url }, 'request failed');
@@ -124,17 +181,12 @@ export class ProxyServer {
     }, graceMs);
     await closed;
     clearTimeout(timer);
-    this.proxy.close();
     this.upstream.destroy();
   }
 
   /** 401/403 result of the user-context check, or null when the request may pass. */
   private authorize(req: IncomingMessage): { status: 401 | 403; reason: string } | null {
-    const verdict = verifyUserContext(
-      req.headers[USER_CONTEXT_HEADER],
-      this.options.token,
-      this.options.sessionId,
-    );
+    const verdict = this.verifier.verify(req.headers[USER_CONTEXT_HEADER]);
     return verdict.ok ? null : { status: verdict.status, reason: verdict.reason };
   }
 
@@ -224,7 +276,41 @@ export class ProxyServer {
     const target = await this.target(req);
     if ('status' in target) return sendJson(res, target.status, { error: target.error });
     this.strip(req);
-    this.proxy.web(req, res, { target: `http://127.0.0.1:${target.port}`, agent: this.upstream });
+    this.forward(req, res, target.port);
+  }
+
+  /** Forwards one HTTP request to 127.0.0.1:`port` and pipes the answer back (streams stay streams). */
+  private forward(req: IncomingMessage, res: ServerResponse, port: number): void {
+    const upstream = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: req.method,
+      path: req.url,
+      headers: upstreamHeaders(req, 'http'),
+      agent: this.upstream,
+    });
+    upstream.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, downstreamHeaders(answer.rawHeaders));
+      answer.on('error', (error) => this.upstreamFailed(error, res));
+      answer.pipe(res);
+    });
+    upstream.on('error', (error) => this.upstreamFailed(error, res));
+    // The client went away before the answer ended (an SSE reader closing): drop the upstream too.
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    const length = req.headers['content-length'];
+    if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) {
+      upstream.end();
+    } else {
+      req.pipe(upstream);
+    }
+  }
+
+  private upstreamFailed(error: Error, res: ServerResponse): void {
+    this.log.debug({ err: error.message }, 'upstream error');
+    if (!res.headersSent) sendJson(res, 502, { error: 'upstream unavailable', detail: error.message });
+    else res.end();
   }
 
   private upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
@@ -258,6 +344,48 @@ export class ProxyServer {
       return;
     }
     this.strip(req);
-    this.proxy.ws(req, socket, head, { target: `ws://127.0.0.1:${target.port}` });
+    this.forwardUpgrade(req, socket, head, target.port);
+  }
+
+  /** A WebSocket (any Upgrade) to 127.0.0.1:`port`: the upstream's 101 and then both sockets piped. */
+  private forwardUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number): void {
+    socket.setTimeout(0);
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 0);
+    if (head.length > 0) socket.unshift(head);
+    const upstream = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: req.method,
+      path: req.url,
+      headers: upstreamHeaders(req, 'ws', UPGRADE_HEADERS),
+      agent: false,
+    });
+    const failed = (error: Error): void => {
+      this.log.debug({ err: error.message }, 'upstream error');
+      socket.destroy();
+    };
+    upstream.on('error', failed);
+    upstream.on('response', (answer) => {
+      // No upgrade: the upstream's answer goes back as it is.
+      if ((answer as IncomingMessage & { upgrade?: boolean }).upgrade) return;
+      socket.write(
+        rawHead(`HTTP/${answer.httpVersion} ${answer.statusCode} ${answer.statusMessage}`, answer.rawHeaders),
+      );
+      answer.pipe(socket);
+    });
+    upstream.on('upgrade', (answer: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
+      upstreamSocket.on('error', failed);
+      upstreamSocket.on('close', () => socket.destroy());
+      socket.on('error', () => upstreamSocket.end());
+      socket.on('close', () => upstreamSocket.destroy());
+      upstreamSocket.setTimeout(0);
+      upstreamSocket.setNoDelay(true);
+      upstreamSocket.setKeepAlive(true, 0);
+      if (upstreamHead.length > 0) upstreamSocket.unshift(upstreamHead);
+      socket.write(rawHead('HTTP/1.1 101 Switching Protocols', answer.rawHeaders));
+      upstreamSocket.pipe(socket).pipe(upstreamSocket);
+    });
+    upstream.end();
   }
 }

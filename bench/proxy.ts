@@ -1,4 +1,4 @@
-// Latency through the daemon's reverse proxy (user-context check + http-proxy) against the same
+// Latency through the daemon's reverse proxy (user-context check + node:http pipe) against the same
 // requests sent straight to OpenCode, in the same run: a few thousand GET /global/health with
 // bounded concurrency over keep-alive connections.
 import { Agent as HttpAgent, request } from 'node:http';

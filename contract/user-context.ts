@@ -51,24 +51,32 @@ export function verifyUserContext(
   sessionId: string,
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): VerifyUserContextResult {
+  return verifyWithKey(header, keyFor(token), sessionId, nowSeconds).result;
+}
+
+/** The signature and claims of a header (what never changes for the same bytes), or a refusal. */
+function checkSigned(
+  header: string | string[] | undefined,
+  key: Buffer,
+): { claims: UserContextClaims } | { refused: VerifyUserContextResult & { ok: false } } {
   if (typeof header !== 'string' || header.length === 0) {
-    return { ok: false, status: 401, reason: 'missing user context' };
+    return { refused: { ok: false, status: 401, reason: 'missing user context' } };
   }
   const parts = header.split('.');
   if (parts.length !== 3 || parts[0] !== 'v1' || !parts[1] || !parts[2]) {
-    return { ok: false, status: 401, reason: 'malformed user context' };
+    return { refused: { ok: false, status: 401, reason: 'malformed user context' } };
   }
   const payload = parts[1];
   const given = Buffer.from(parts[2], 'base64url');
-  const expected = signature(payload, token);
+  const expected = createHmac('sha256', key).update(`v1.${payload}`).digest();
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    return { ok: false, status: 401, reason: 'bad user context signature' };
+    return { refused: { ok: false, status: 401, reason: 'bad user context signature' } };
   }
   let claims: UserContextClaims;
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as UserContextClaims;
   } catch {
-    return { ok: false, status: 401, reason: 'malformed user context payload' };
+    return { refused: { ok: false, status: 401, reason: 'malformed user context payload' } };
   }
   if (
     typeof claims.sid !== 'string' ||
@@ -76,8 +84,17 @@ export function verifyUserContext(
     !Number.isFinite(claims.iat) ||
     !Number.isFinite(claims.exp)
   ) {
-    return { ok: false, status: 401, reason: 'malformed user context claims' };
+    return { refused: { ok: false, status: 401, reason: 'malformed user context claims' } };
   }
+  return { claims };
+}
+
+/** The checks that depend on the clock and the session, run on every request. */
+function checkClaims(
+  claims: UserContextClaims,
+  sessionId: string,
+  nowSeconds: number,
+): VerifyUserContextResult {
   if (claims.exp <= nowSeconds) return { ok: false, status: 401, reason: 'user context expired' };
   // A header minted for the future would outlive the TTL cap; 30 s absorbs clock skew.
   if (claims.iat > nowSeconds + USER_CONTEXT_MAX_SKEW_SECONDS) {
@@ -89,4 +106,59 @@ export function verifyUserContext(
   if (claims.sid !== sessionId)
     return { ok: false, status: 403, reason: 'user context is for another session' };
   return { ok: true, claims };
+}
+
+function verifyWithKey(
+  header: string | string[] | undefined,
+  key: Buffer,
+  sessionId: string,
+  nowSeconds: number,
+): { result: VerifyUserContextResult; claims: UserContextClaims | null } {
+  const signed = checkSigned(header, key);
+  if ('refused' in signed) return { result: signed.refused, claims: null };
+  return { result: checkClaims(signed.claims, sessionId, nowSeconds), claims: signed.claims };
+}
+
+/** Distinct headers a verifier remembers; a header lives at most 300 s, so few are live at once. */
+const VERIFIED_CACHE_SIZE = 256;
+
+/**
+ * `verifyUserContext` for one token and session, for a server that checks every request: the HMAC
+ * key is derived once, and a header whose signature and claims were verified is remembered by its
+ * exact bytes, so a repeated header costs a map lookup. The clock and session checks (expiry,
+ * issue time, lifetime, session) still run on every call; only headers with a valid signature are
+ * remembered, and the oldest is dropped past VERIFIED_CACHE_SIZE.
+ */
+export class UserContextVerifier {
+  private readonly key: Buffer;
+  private readonly verified = new Map<string, UserContextClaims>();
+
+  constructor(
+    token: string,
+    private readonly sessionId: string,
+  ) {
+    this.key = keyFor(token);
+  }
+
+  verify(
+    header: string | string[] | undefined,
+    nowSeconds: number = Math.floor(Date.now() / 1000),
+  ): VerifyUserContextResult {
+    if (typeof header === 'string') {
+      const claims = this.verified.get(header);
+      if (claims) {
+        const result = checkClaims(claims, this.sessionId, nowSeconds);
+        if (!result.ok && claims.exp <= nowSeconds) this.verified.delete(header);
+        return result;
+      }
+    }
+    const { result, claims } = verifyWithKey(header, this.key, this.sessionId, nowSeconds);
+    if (claims && typeof header === 'string' && claims.exp > nowSeconds) {
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+        this.verified.delete(this.verified.keys().next().value as string);
+      }
+      this.verified.set(header, claims);
+    }
+    return result;
+  }
 }

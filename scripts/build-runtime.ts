@@ -35,10 +35,11 @@ import {
   runtimeChecksumName,
   runtimeTarballName,
 } from '../image/runtime-layout';
+import { NODE_TARGET, nodeBundleOptions } from './esbuild-settings.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The daemon and CLI bundles' syntax target; the runtime layer installs Node.js 22. */
-export const RUNTIME_NODE_TARGET = 'node22';
+export const RUNTIME_NODE_TARGET = NODE_TARGET;
 
 export interface BuildRuntimeOptions {
   /** Output directory (created; the package's own files in it are replaced). */
@@ -67,23 +68,14 @@ interface PackageFile {
 }
 
 async function bundle(entry: string): Promise<Buffer> {
-  const result = await build({
-    entryPoints: [join(ROOT, entry)],
-    // Relative paths in the output (esbuild's module comments), whichever checkout builds it.
-    absWorkingDir: ROOT,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: RUNTIME_NODE_TARGET,
-    // CommonJS dependencies (commander, ws, http-proxy) call require() for Node's own modules.
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
-    legalComments: 'none',
-    logLevel: 'warning',
-    write: false,
-  });
-  const output = result.outputFiles[0];
+  const result = await build(
+    nodeBundleOptions(join(ROOT, entry), {
+      // Relative paths in the output (esbuild's module comments), whichever checkout builds it.
+      absWorkingDir: ROOT,
+      write: false,
+    }),
+  );
+  const output = result.outputFiles?.[0];
   if (!output) throw new Error(`esbuild produced nothing for ${entry}`);
   return Buffer.from(output.contents);
 }

@@ -85,16 +85,14 @@ function defaultEntryCommand(): string {
 /**
  * Writes `<binDir>/singulacomp`, the CLI as LOCAL sandboxes run it (the image installs the same
  * CLI in /usr/local/bin): the workspace's git credential helper and the agent call it by name.
+ * cli/bin.mjs runs the bundled CLI (dist/singulacomp.mjs) on plain node, rebuilt when a source is newer.
  */
 async function installCliShim(binDir: string): Promise<void> {
-  const cliMain = new URL('../cli/main.ts', import.meta.url).pathname;
-  const tsxLoader = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+  const bin = new URL('../cli/bin.mjs', import.meta.url).pathname;
   await mkdir(binDir, { recursive: true });
-  await writeFile(
-    join(binDir, 'singulacomp'),
-    `#!/bin/sh\nexec '${process.execPath}' --import '${tsxLoader}' '${cliMain}' "$@"\n`,
-    { mode: 0o755 },
-  );
+  await writeFile(join(binDir, 'singulacomp'), `#!/bin/sh\nexec '${process.execPath}' '${bin}' "$@"\n`, {
+    mode: 0o755,
+  });
 }
 
 /**

@@ -47,6 +47,12 @@ export default async function setup(): Promise<() => Promise<void>> {
     stdio: 'inherit',
   });
   if (bundle.status !== 0) throw new Error('Building dist/singulacomp-agent.mjs failed.');
+  // The CLI bundle too, once, rather than by the first of many concurrent CLI runs.
+  const cli = spawnSync(process.execPath, ['scripts/build-cli.mjs'], {
+    cwd: new URL('..', import.meta.url).pathname,
+    stdio: 'inherit',
+  });
+  if (cli.status !== 0) throw new Error('Building dist/singulacomp.mjs failed.');
   buildDashboardIfStale();
   const runId = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const previousTmpdir = process.env.TMPDIR;

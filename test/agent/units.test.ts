@@ -2,10 +2,12 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { z } from 'zod';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
-import { signUserContext, verifyUserContext } from '../../contract/user-context';
+import { parseObject, prettify, type Shape } from '../../agent/validate';
+import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
 
 const GiB = 1024 ** 3;
 
@@ -54,6 +56,39 @@ describe('user context', () => {
       const verdict = verifyUserContext(header, token, 's1', now + 1);
       expect(verdict.ok ? 200 : verdict.status, String(header)).toBe(status);
     }
+  });
+  test('the per-server verifier gives the same verdicts and re-checks the clock for a header it saw', () => {
+    const verifier = new UserContextVerifier(token, 's1');
+    const good = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    const forged = signUserContext({ sessionId: 's1', userId: 'u1', nowSeconds: now }, 'other-token');
+    const other = signUserContext({ sessionId: 's2', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    for (const at of [now + 1, now + 2]) {
+      expect(verifier.verify(good, at)).toEqual(verifyUserContext(good, token, 's1', at));
+      expect(verifier.verify(forged, at)).toEqual({
+        ok: false,
+        status: 401,
+        reason: 'bad user context signature',
+      });
+      expect(verifier.verify(other, at)).toEqual({
+        ok: false,
+        status: 403,
+        reason: 'user context is for another session',
+      });
+    }
+    // Seen and accepted before; expired now.
+    expect(verifier.verify(good, now + 60)).toEqual({
+      ok: false,
+      status: 401,
+      reason: 'user context expired',
+    });
+    // Issued in the future for this clock, though verified at a later one.
+    const later = signUserContext(
+      { sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now + 100 },
+      token,
+    );
+    expect(verifier.verify(later, now + 100).ok).toBe(true);
+    expect(verifier.verify(later, now).ok).toBe(false);
+    expect(verifier.verify(undefined)).toEqual({ ok: false, status: 401, reason: 'missing user context' });
   });
 });
 
@@ -172,5 +207,82 @@ describe('daemon configuration', () => {
     ).toThrowError(
       /SINGULACOMP_SESSION_ID[\s\S]*SINGULACOMP_TOKEN[\s\S]*SINGULACOMP_API_URL[\s\S]*SINGULACOMP_SERVICE_PORT[\s\S]*--opencodePort/,
     );
+  });
+});
+
+describe('input checks', () => {
+  // The daemon's checks replaced zod schemas; their results and texts must stay zod's.
+  const cases: Array<[string, Shape, z.ZodType, unknown[]]> = [
+    [
+      'message body',
+      { text: { type: 'string', min: 1, max: 5 } },
+      z.object({ text: z.string().min(1).max(5) }),
+      [
+        { text: 'hi' },
+        { text: '' },
+        { text: '123456' },
+        { text: 3 },
+        {},
+        [],
+        null,
+        'text',
+        { text: 'a', x: 1 },
+      ],
+    ],
+    [
+      'reload body',
+      {
+        reloadId: { type: 'string', min: 1 },
+        noRepo: { type: 'boolean', optional: true },
+        force: { type: 'boolean', optional: true },
+      },
+      z.object({
+        reloadId: z.string().min(1),
+        noRepo: z.boolean().optional(),
+        force: z.boolean().optional(),
+      }),
+      [{ reloadId: 'r' }, { reloadId: 'r', noRepo: true, force: false }, { noRepo: 'yes' }, { reloadId: '' }],
+    ],
+    [
+      'environment values',
+      {
+        url: { type: 'url' },
+        port: { type: 'number', int: true, min: 0, max: 65_535, default: 8000 },
+        pct: { type: 'number', gt: 0, max: 100, default: 92 },
+        interval: { type: 'number', int: true, min: 100, max: 600_000, optional: true },
+        flag: { type: 'enum', values: ['0', '1'], default: '1' },
+        ports: { type: 'string', pattern: /^\d{1,5}(,\d{1,5})*$/, patternMessage: 'ports', optional: true },
+      },
+      z.object({
+        url: z.url(),
+        port: z.coerce.number().int().min(0).max(65_535).default(8000),
+        pct: z.coerce.number().gt(0).max(100).default(92),
+        interval: z.coerce.number().int().min(100).max(600_000).optional(),
+        flag: z.enum(['0', '1']).default('1'),
+        ports: z
+          .string()
+          .regex(/^\d{1,5}(,\d{1,5})*$/, 'ports')
+          .optional(),
+      }),
+      [
+        { url: ' http://127.0.0.1:4000 ' },
+        { url: 'not a url', port: 'x', pct: '0', interval: '1.5', flag: '2', ports: '1,a' },
+        { url: 'http://h', port: '', pct: '100', interval: '99', ports: '80,443' },
+        { url: 'http://h', port: '70000', pct: '101', interval: 'Infinity' },
+        {},
+      ],
+    ],
+  ];
+  test.each(cases)('%s: the same results and messages as the zod schema', (_name, shape, schema, inputs) => {
+    for (const input of inputs) {
+      const ours = parseObject(shape, input);
+      const theirs = schema.safeParse(input);
+      expect(ours.success, JSON.stringify(input)).toBe(theirs.success);
+      if (ours.success && theirs.success) expect(ours.data).toEqual(theirs.data);
+      if (!ours.success && !theirs.success) {
+        expect(ours.issues).toEqual(theirs.error.issues.map(({ path, message }) => ({ path, message })));
+        expect(prettify(ours.issues)).toBe(z.prettifyError(theirs.error));
+      }
+    }
   });
 });

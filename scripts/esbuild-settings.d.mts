@@ -1,0 +1,5 @@
+import type { BuildOptions, Plugin } from 'esbuild';
+
+export const NODE_TARGET: string;
+export const builtinsOnUse: Plugin;
+export function nodeBundleOptions(entry: string, overrides?: BuildOptions): BuildOptions;

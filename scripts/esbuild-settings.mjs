@@ -1,0 +1,50 @@
+// The esbuild settings every bundle for plain `node` shares: the daemon (scripts/build-agent.mjs,
+// dist/singulacomp-agent.mjs), the CLI (scripts/build-cli.mjs, dist/singulacomp.mjs) and the
+// runtime package's copies of both (scripts/build-runtime.ts).
+import { isBuiltin } from 'node:module';
+
+/** The bundles' syntax target; the runtime layer installs Node.js 22. */
+export const NODE_TARGET = 'node22';
+
+/**
+ * Node's own modules through `process.getBuiltinModule` rather than `import … from 'node:…'`: an ES
+ * import of a built-in fills the module namespace from every export, which runs Node's lazy getters
+ * (`node:http` then loads undici, http2, tls and zlib: ~14 MiB resident and a few ms for nothing).
+ * esbuild reads the exports off the module object on use instead.
+ */
+export const builtinsOnUse = {
+  name: 'builtins-on-use',
+  setup(build) {
+    build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) =>
+      isBuiltin(args.path)
+        ? { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'node-builtin' }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
+      contents: `module.exports = process.getBuiltinModule(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * One ES module for plain node with every dependency inside. `entry` is absolute, or relative to
+ * `absWorkingDir`; `overrides` are merged last (outfile, write, metafile, …).
+ */
+export function nodeBundleOptions(entry, overrides = {}) {
+  return {
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: NODE_TARGET,
+    // CommonJS dependencies (pino, commander, ws) call require() for anything else they load.
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    plugins: [builtinsOnUse],
+    legalComments: 'none',
+    logLevel: 'warning',
+    ...overrides,
+  };
+}
