@@ -56,15 +56,30 @@ function useSessionPages(status: SessionStatus | '') {
   const generation = useRef(0);
   const busy = useRef(false);
 
+  /**
+   * The page after `after`, or null when request `mine` was superseded meanwhile or failed (then the
+   * failure is shown and fetching stops).
+   */
   const fetchPage = useCallback(
-    (after: string | null) =>
-      client
+    async (after: string | null, mine: number) => {
+      const result = await client
         .query(
           SessionsDocument,
           { first: PAGE_SIZE, ...(after ? { after } : {}), ...(status ? { status } : {}) },
           { requestPolicy: 'network-only' },
         )
-        .toPromise(),
+        .toPromise();
+      if (mine !== generation.current) return null;
+      if (result.error || !result.data) {
+        setPages((p) => ({
+          ...p,
+          fetching: false,
+          problem: result.error ? problemFromError(result.error) : null,
+        }));
+        return null;
+      }
+      return result.data.sessions;
+    },
     [client, status],
   );
 
@@ -77,17 +92,9 @@ function useSessionPages(status: SessionStatus | '') {
     setPages((p) => ({ ...p, fetching: true }));
     try {
       for (;;) {
-        const result = await fetchPage(after);
-        if (mine !== generation.current) return;
-        if (result.error || !result.data) {
-          setPages((p) => ({
-            ...p,
-            fetching: false,
-            problem: result.error ? problemFromError(result.error) : null,
-          }));
-          return;
-        }
-        const { edges, pageInfo } = result.data.sessions;
+        const page = await fetchPage(after, mine);
+        if (!page) return;
+        const { edges, pageInfo } = page;
         rows.push(...edges.map((edge) => edge.node));
         after = pageInfo.endCursor ?? null;
         const done = !pageInfo.hasNextPage || rows.length >= wanted;
@@ -112,17 +119,9 @@ function useSessionPages(status: SessionStatus | '') {
     busy.current = true;
     setPages((p) => ({ ...p, fetching: true }));
     try {
-      const result = await fetchPage(endCursor);
-      if (mine !== generation.current) return;
-      if (result.error || !result.data) {
-        setPages((p) => ({
-          ...p,
-          fetching: false,
-          problem: result.error ? problemFromError(result.error) : null,
-        }));
-        return;
-      }
-      const { edges, pageInfo } = result.data.sessions;
+      const page = await fetchPage(endCursor, mine);
+      if (!page) return;
+      const { edges, pageInfo } = page;
       setPages((p) => ({
         rows: [...p.rows, ...edges.map((edge) => edge.node)],
         endCursor: pageInfo.endCursor ?? null,
