@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useClient, useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
 import { DataTable } from './DataTable';
-import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import { type ApiProblem, Problem, problemFromError, useMutationProblem } from './errors';
 import {
   AccountSessionsDocument,
   CreateSessionDocument,
@@ -244,26 +244,26 @@ function CreateSession() {
   const [baseRef, setBaseRef] = useState('');
   const [templateSlug, setTemplateSlug] = useState('');
   const [prompt, setPrompt] = useState('');
-  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const { problem, settle } = useMutationProblem();
   const all = projects.data?.viewer.projects.edges.map((edge) => edge.node) ?? [];
   const project = all.find((p) => p.id === projectId) ?? all[0];
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
     if (!project) return;
-    setProblem(null);
-    const result = await create({
-      input: {
-        projectId: project.id,
-        ...(baseRef.trim() ? { baseRef: baseRef.trim() } : {}),
-        ...(templateSlug ? { templateSlug } : {}),
-        ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
-      },
-    });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.createSession;
-    if (payload?.__typename === 'CreateSessionSuccess') navigate(`/sessions/${payload.session.sessionId}`);
-    else if (payload) setProblem(problemFromPayload(payload));
+    const created = await settle(
+      create({
+        input: {
+          projectId: project.id,
+          ...(baseRef.trim() ? { baseRef: baseRef.trim() } : {}),
+          ...(templateSlug ? { templateSlug } : {}),
+          ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
+        },
+      }),
+      (data) => data.createSession,
+      'CreateSessionSuccess',
+    );
+    if (created) navigate(`/sessions/${created.session.sessionId}`);
   }
 
   return (
