@@ -11,6 +11,7 @@ import {
   CreatePersonalAccessTokenDocument,
   RevokeTokenDocument,
 } from './generated/graphql';
+import { ShownOnce } from './ShownOnce';
 import { formatUsd } from './status';
 
 const DAY_MS = 86_400_000;
@@ -176,14 +177,7 @@ function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: Token
           Create token
         </button>
       </form>
-      {secret && (
-        <div className="secret" role="status">
-          <p>Copy the token now: it is shown once and never again.</p>
-          <output className="mono" data-testid="new-secret">
-            {secret}
-          </output>
-        </div>
-      )}
+      <ShownOnce what="the token" value={secret} testId="new-secret" />
       <Problem problem={problem} />
     </section>
   );

@@ -17,6 +17,7 @@ import {
   type TriggerViewFragment,
 } from './generated/graphql';
 import { linkProps } from './router';
+import { ShownOnce } from './ShownOnce';
 
 export function Projects() {
   const [list] = useQuery({ query: ProjectListDocument });
@@ -313,14 +314,7 @@ function Triggers({
           Create trigger
         </button>
       </form>
-      {webhookSecret && (
-        <div className="secret" role="status">
-          <p>Copy the webhook signing key now: it is shown once and never again.</p>
-          <output className="mono" data-testid="webhook-secret">
-            {webhookSecret}
-          </output>
-        </div>
-      )}
+      <ShownOnce what="the webhook signing key" value={webhookSecret} testId="webhook-secret" />
       <Problem problem={problem} />
     </section>
   );
