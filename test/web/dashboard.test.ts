@@ -58,6 +58,13 @@ async function expectAccessible(page: Page): Promise<void> {
   expect(await seriousA11yViolations(page)).toEqual([]);
 }
 
+/** At 375 px wide the page does not scroll sideways; then back to the usual 1280 × 900. */
+async function expectFitsNarrow(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 375, height: 800 });
+  expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
 describe('the dashboard in a real browser', () => {
   let e: E2e;
   let browser: Browser;
@@ -392,9 +399,7 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, 'session-change-request');
     await expectAccessible(page);
     // 375 px wide: the panel and its conflict list fit.
-    await page.setViewportSize({ width: 375, height: 800 });
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFitsNarrow(page);
     await panel.getByRole('button', { name: 'Close change request' }).click();
     await panel.locator('[data-status="CLOSED"]').waitFor();
     expect((await stored()).map((cr) => [cr.title, cr.status]).sort()).toEqual([
@@ -578,9 +583,7 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, 'project-triggers');
     await expectAccessible(page);
     // 375 px wide: the triggers and their buttons fit.
-    await page.setViewportSize({ width: 375, height: 800 });
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFitsNarrow(page);
 
     await row.getByRole('button', { name: 'Delete nightly' }).click();
     expect(await row.textContent()).toContain('Delete nightly and its run history?');
