@@ -58,6 +58,22 @@ async function expectAccessible(page: Page): Promise<void> {
   expect(await seriousA11yViolations(page)).toEqual([]);
 }
 
+/** Opens the command palette from the keyboard and types `filter` into it. */
+async function openPalette(page: Page, filter: string) {
+  await page.keyboard.press('Control+k');
+  const palette = page.getByRole('dialog', { name: 'Commands' });
+  await palette.waitFor();
+  await page.keyboard.type(filter);
+  return palette;
+}
+
+/** At 375 px wide the page does not scroll sideways; then back to the usual 1280 × 900. */
+async function expectFitsNarrow(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 375, height: 800 });
+  expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
 describe('the dashboard in a real browser', () => {
   let e: E2e;
   let browser: Browser;
@@ -257,10 +273,7 @@ describe('the dashboard in a real browser', () => {
     const { page } = w;
     const status = page.getByTestId('reload-status');
     const previous = await status.getAttribute('data-reload');
-    await page.keyboard.press('Control+k');
-    const palette = page.getByRole('dialog', { name: 'Commands' });
-    await palette.waitFor();
-    await page.keyboard.type('rel');
+    const palette = await openPalette(page, 'rel');
     expect(await palette.getByRole('option').allTextContents()).toEqual(['Reload', 'Sync Branch & Reload']);
     await expectAccessible(page);
     await page.keyboard.press('Enter');
@@ -280,10 +293,7 @@ describe('the dashboard in a real browser', () => {
     e.stub.setReply('Reconciled with main; tests pass; committed.');
     const status = page.getByTestId('reload-status');
     const previous = await status.getAttribute('data-reload');
-    await page.keyboard.press('Control+k');
-    const palette = page.getByRole('dialog', { name: 'Commands' });
-    await palette.waitFor();
-    await page.keyboard.type('sync');
+    const palette = await openPalette(page, 'sync');
     expect(await palette.getByRole('option').allTextContents()).toEqual(['Sync Branch & Reload']);
     await page.keyboard.press('Enter');
     const sync = page.getByTestId('sync-state');
@@ -392,9 +402,7 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, 'session-change-request');
     await expectAccessible(page);
     // 375 px wide: the panel and its conflict list fit.
-    await page.setViewportSize({ width: 375, height: 800 });
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFitsNarrow(page);
     await panel.getByRole('button', { name: 'Close change request' }).click();
     await panel.locator('[data-status="CLOSED"]').waitFor();
     expect((await stored()).map((cr) => [cr.title, cr.status]).sort()).toEqual([
@@ -578,9 +586,7 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, 'project-triggers');
     await expectAccessible(page);
     // 375 px wide: the triggers and their buttons fit.
-    await page.setViewportSize({ width: 375, height: 800 });
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFitsNarrow(page);
 
     await row.getByRole('button', { name: 'Delete nightly' }).click();
     expect(await row.textContent()).toContain('Delete nightly and its run history?');

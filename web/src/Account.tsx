@@ -5,12 +5,13 @@ import { useMemo, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { ConfirmButton } from './Confirm';
 import { DataTable } from './DataTable';
-import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import { Problem, problemFromError, useMutationProblem } from './errors';
 import {
   AccountPageDocument,
   CreatePersonalAccessTokenDocument,
   RevokeTokenDocument,
 } from './generated/graphql';
+import { ShownOnce } from './ShownOnce';
 import { formatUsd } from './status';
 
 const DAY_MS = 86_400_000;
@@ -96,29 +97,25 @@ function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: Token
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>(() => scopes.filter((s) => s.endsWith(':read')));
   const [secret, setSecret] = useState<string | null>(null);
-  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const { problem, settle } = useMutationProblem();
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
-    setProblem(null);
     setSecret(null);
-    const result = await create({ input: { name: name.trim(), scopes: chosen } });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.createPersonalAccessToken;
-    if (payload?.__typename === 'CreateTokenSuccess') {
-      setSecret(payload.secret);
-      setName('');
-      onChanged();
-    } else if (payload) setProblem(problemFromPayload(payload));
+    const created = await settle(
+      create({ input: { name: name.trim(), scopes: chosen } }),
+      (data) => data.createPersonalAccessToken,
+      'CreateTokenSuccess',
+    );
+    if (!created) return;
+    setSecret(created.secret);
+    setName('');
+    onChanged();
   }
 
   async function onRevoke(tokenId: string) {
-    setProblem(null);
-    const result = await revoke({ input: { tokenId } });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.revokeToken;
-    if (payload?.__typename === 'RevokeTokenSuccess') onChanged();
-    else if (payload) setProblem(problemFromPayload(payload));
+    const input = { tokenId };
+    if (await settle(revoke({ input }), (data) => data.revokeToken, 'RevokeTokenSuccess')) onChanged();
   }
 
   return (
@@ -180,14 +177,7 @@ function Tokens({ scopes, tokens, onChanged }: { scopes: string[]; tokens: Token
           Create token
         </button>
       </form>
-      {secret && (
-        <div className="secret" role="status">
-          <p>Copy the token now: it is shown once and never again.</p>
-          <output className="mono" data-testid="new-secret">
-            {secret}
-          </output>
-        </div>
-      )}
+      <ShownOnce what="the token" value={secret} testId="new-secret" />
       <Problem problem={problem} />
     </section>
   );

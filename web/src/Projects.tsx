@@ -5,7 +5,7 @@
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { ConfirmButton } from './Confirm';
-import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import { Problem, problemFromError, useMutationProblem } from './errors';
 import {
   CreateTriggerDocument,
   DeleteTriggerDocument,
@@ -17,6 +17,7 @@ import {
   type TriggerViewFragment,
 } from './generated/graphql';
 import { linkProps } from './router';
+import { ShownOnce } from './ShownOnce';
 
 export function Projects() {
   const [list] = useQuery({ query: ProjectListDocument });
@@ -105,19 +106,19 @@ function Secrets({
   const [name, setName] = useState('');
   const [value, setValue] = useState('');
   const [runtimeDelivery, setRuntimeDelivery] = useState(false);
-  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const { problem, settle } = useMutationProblem();
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
-    setProblem(null);
-    const result = await setSecret({ input: { projectId, name: name.trim(), value, runtimeDelivery } });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.setSecret;
-    if (payload?.__typename === 'SetSecretSuccess') {
-      setName('');
-      setValue('');
-      onChanged();
-    } else if (payload) setProblem(problemFromPayload(payload));
+    const set = await settle(
+      setSecret({ input: { projectId, name: name.trim(), value, runtimeDelivery } }),
+      (data) => data.setSecret,
+      'SetSecretSuccess',
+    );
+    if (!set) return;
+    setName('');
+    setValue('');
+    onChanged();
   }
 
   return (
@@ -183,47 +184,39 @@ function Triggers({
   const [schedule, setSchedule] = useState('0 6 * * 1-5');
   const [prompt, setPrompt] = useState('');
   const [webhookSecret, setWebhookSecret] = useState<string | null>(null);
-  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const { problem, settle } = useMutationProblem();
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
-    setProblem(null);
     setWebhookSecret(null);
-    const result = await create({
-      input: {
-        projectId,
-        name: name.trim(),
-        kind,
-        ...(kind === 'SCHEDULE' ? { schedule: schedule.trim() } : {}),
-        ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
-      },
-    });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.createTrigger;
-    if (payload?.__typename === 'CreateTriggerSuccess') {
-      setWebhookSecret(payload.webhookSecret ?? null);
-      setName('');
-      setPrompt('');
-      onChanged();
-    } else if (payload) setProblem(problemFromPayload(payload));
+    const created = await settle(
+      create({
+        input: {
+          projectId,
+          name: name.trim(),
+          kind,
+          ...(kind === 'SCHEDULE' ? { schedule: schedule.trim() } : {}),
+          ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
+        },
+      }),
+      (data) => data.createTrigger,
+      'CreateTriggerSuccess',
+    );
+    if (!created) return;
+    setWebhookSecret(created.webhookSecret ?? null);
+    setName('');
+    setPrompt('');
+    onChanged();
   }
 
   async function onPause(trigger: TriggerViewFragment) {
-    setProblem(null);
-    const result = await pause({ input: { triggerId: trigger.id, paused: !trigger.paused } });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.pauseTrigger;
-    if (payload?.__typename === 'PauseTriggerSuccess') onChanged();
-    else if (payload) setProblem(problemFromPayload(payload));
+    const input = { triggerId: trigger.id, paused: !trigger.paused };
+    if (await settle(pause({ input }), (data) => data.pauseTrigger, 'PauseTriggerSuccess')) onChanged();
   }
 
   async function onDelete(trigger: TriggerViewFragment) {
-    setProblem(null);
-    const result = await remove({ input: { triggerId: trigger.id } });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.deleteTrigger;
-    if (payload?.__typename === 'DeleteTriggerSuccess') onChanged();
-    else if (payload) setProblem(problemFromPayload(payload));
+    const input = { triggerId: trigger.id };
+    if (await settle(remove({ input }), (data) => data.deleteTrigger, 'DeleteTriggerSuccess')) onChanged();
   }
 
   return (
@@ -321,14 +314,7 @@ function Triggers({
           Create trigger
         </button>
       </form>
-      {webhookSecret && (
-        <div className="secret" role="status">
-          <p>Copy the webhook signing key now: it is shown once and never again.</p>
-          <output className="mono" data-testid="webhook-secret">
-            {webhookSecret}
-          </output>
-        </div>
-      )}
+      <ShownOnce what="the webhook signing key" value={webhookSecret} testId="webhook-secret" />
       <Problem problem={problem} />
     </section>
   );

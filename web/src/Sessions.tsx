@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useClient, useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
 import { DataTable } from './DataTable';
-import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
+import { type ApiProblem, Problem, problemFromError, useMutationProblem } from './errors';
 import {
   AccountSessionsDocument,
   CreateSessionDocument,
@@ -56,15 +56,30 @@ function useSessionPages(status: SessionStatus | '') {
   const generation = useRef(0);
   const busy = useRef(false);
 
+  /**
+   * The page after `after`, or null when request `mine` was superseded meanwhile or failed (then the
+   * failure is shown and fetching stops).
+   */
   const fetchPage = useCallback(
-    (after: string | null) =>
-      client
+    async (after: string | null, mine: number) => {
+      const result = await client
         .query(
           SessionsDocument,
           { first: PAGE_SIZE, ...(after ? { after } : {}), ...(status ? { status } : {}) },
           { requestPolicy: 'network-only' },
         )
-        .toPromise(),
+        .toPromise();
+      if (mine !== generation.current) return null;
+      if (result.error || !result.data) {
+        setPages((p) => ({
+          ...p,
+          fetching: false,
+          problem: result.error ? problemFromError(result.error) : null,
+        }));
+        return null;
+      }
+      return result.data.sessions;
+    },
     [client, status],
   );
 
@@ -77,17 +92,9 @@ function useSessionPages(status: SessionStatus | '') {
     setPages((p) => ({ ...p, fetching: true }));
     try {
       for (;;) {
-        const result = await fetchPage(after);
-        if (mine !== generation.current) return;
-        if (result.error || !result.data) {
-          setPages((p) => ({
-            ...p,
-            fetching: false,
-            problem: result.error ? problemFromError(result.error) : null,
-          }));
-          return;
-        }
-        const { edges, pageInfo } = result.data.sessions;
+        const page = await fetchPage(after, mine);
+        if (!page) return;
+        const { edges, pageInfo } = page;
         rows.push(...edges.map((edge) => edge.node));
         after = pageInfo.endCursor ?? null;
         const done = !pageInfo.hasNextPage || rows.length >= wanted;
@@ -112,17 +119,9 @@ function useSessionPages(status: SessionStatus | '') {
     busy.current = true;
     setPages((p) => ({ ...p, fetching: true }));
     try {
-      const result = await fetchPage(endCursor);
-      if (mine !== generation.current) return;
-      if (result.error || !result.data) {
-        setPages((p) => ({
-          ...p,
-          fetching: false,
-          problem: result.error ? problemFromError(result.error) : null,
-        }));
-        return;
-      }
-      const { edges, pageInfo } = result.data.sessions;
+      const page = await fetchPage(endCursor, mine);
+      if (!page) return;
+      const { edges, pageInfo } = page;
       setPages((p) => ({
         rows: [...p.rows, ...edges.map((edge) => edge.node)],
         endCursor: pageInfo.endCursor ?? null,
@@ -245,26 +244,26 @@ function CreateSession() {
   const [baseRef, setBaseRef] = useState('');
   const [templateSlug, setTemplateSlug] = useState('');
   const [prompt, setPrompt] = useState('');
-  const [problem, setProblem] = useState<ApiProblem | null>(null);
+  const { problem, settle } = useMutationProblem();
   const all = projects.data?.viewer.projects.edges.map((edge) => edge.node) ?? [];
   const project = all.find((p) => p.id === projectId) ?? all[0];
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
     if (!project) return;
-    setProblem(null);
-    const result = await create({
-      input: {
-        projectId: project.id,
-        ...(baseRef.trim() ? { baseRef: baseRef.trim() } : {}),
-        ...(templateSlug ? { templateSlug } : {}),
-        ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
-      },
-    });
-    if (result.error) return setProblem(problemFromError(result.error));
-    const payload = result.data?.createSession;
-    if (payload?.__typename === 'CreateSessionSuccess') navigate(`/sessions/${payload.session.sessionId}`);
-    else if (payload) setProblem(problemFromPayload(payload));
+    const created = await settle(
+      create({
+        input: {
+          projectId: project.id,
+          ...(baseRef.trim() ? { baseRef: baseRef.trim() } : {}),
+          ...(templateSlug ? { templateSlug } : {}),
+          ...(prompt.trim() ? { prompt: prompt.trim() } : {}),
+        },
+      }),
+      (data) => data.createSession,
+      'CreateSessionSuccess',
+    );
+    if (created) navigate(`/sessions/${created.session.sessionId}`);
   }
 
   return (
