@@ -183,7 +183,10 @@ describe('the dashboard in a real browser', () => {
     expect(w.problems).toEqual([]);
   }, 300_000);
 
-  test('a message streams the stub model’s answer into the conversation', async () => {
+  test('a message streams the stub model’s answer into the conversation', async ({ onTestFailed }) => {
+    onTestFailed(async () => {
+      console.error(`stub requests: ${e.stub.requests.length}\n${await e.describeSession(sessionId)}`);
+    });
     const { page } = w;
     e.stub.setReply('alpha beta gamma delta epsilon');
     await page.getByLabel('Message').fill('Say five words.');
@@ -191,7 +194,7 @@ describe('the dashboard in a real browser', () => {
     const answer = page.locator('li[data-role="assistant"]:not([data-streaming]) p');
     await waitFor(
       async () => (await answer.last().textContent({ timeout: 1_000 })) === 'alpha beta gamma delta epsilon',
-      { timeoutMs: 90_000, what: 'the stored answer' },
+      { timeoutMs: 50_000, what: 'the stored answer' },
     );
     const user = page.locator('li[data-role="user"]:not([data-pending]) p');
     expect(await user.allTextContents()).toEqual(['Say five words.']);
