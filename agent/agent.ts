@@ -187,6 +187,7 @@ export class Agent {
       stopGraceMs: o.stopGraceMs,
       reportState: (state, message) => this.reportState(state, message),
       beforeLaunch: () => this.configureGateway(),
+      observed: (proc) => this.events.connected(proc.client),
     });
     this.forwarder = new EventForwarder({ api: this.api, logger: this.log, sessionId: o.sessionId });
     this.events = new EventFollower({
@@ -398,6 +399,8 @@ export class Agent {
         const { text } = parsed.data as { text: string };
         const client = this.supervisor.healthy ? this.supervisor.current?.client : null;
         if (!client) return { status: 503, body: { error: 'OpenCode is not running' } };
+        // The turn's events must reach us: never prompt a runtime whose stream is not connected yet.
+        await this.events.connected(client);
         const sessionId = await this.conversation(client);
         await client.promptAsync(sessionId, text);
         return { status: 202, body: { accepted: true, opencodeSessionId: sessionId } };

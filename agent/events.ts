@@ -1,6 +1,11 @@
-// R-AG-3: follows OpenCode's `/event` SSE stream and derives the turn state per OpenCode session.
+// R-AG-3: follows OpenCode's event stream and derives the turn state per OpenCode session.
+// It follows the process-wide `/global/event` (each event as `{ directory, payload }`), not
+// `/event`, which is bound to the project instance current when the stream connected: on a loaded
+// machine the daemon sometimes saw nothing of a turn OpenCode did run (its model calls arrived, no
+// state change reached the daemon), and the turn never ended for it. The global stream does not
+// depend on which instance is current.
 //
-// OpenCode 1.18 events used here (each `data: {"id","type","properties"}`):
+// OpenCode 1.18 events used here (each payload `{"id","type","properties"}`):
 //   session.status  { sessionID, status: { type: 'busy' | 'idle' | 'retry', attempt?, message?, next? } }
 //   session.idle    { sessionID }
 //   session.error   { sessionID?, error: { name, data: { message } } }
@@ -149,6 +154,9 @@ export function turnUpdateFrom(
   }
 }
 
+/** How often the follower looks for a runtime while there is none (OpenCode still starting). */
+const NO_RUNTIME_POLL_MS = 100;
+
 export interface EventFollowerOptions {
   logger: Logger;
   tracker: TurnTracker;
@@ -160,13 +168,22 @@ export interface EventFollowerOptions {
   onEvent?: (event: OpencodeEvent) => void;
 }
 
-/** Follows GET /event with a capped-backoff reconnect loop. */
+/**
+ * Follows GET /global/event with a capped-backoff reconnect loop. While there is no runtime to
+ * follow it polls briefly instead of backing off, and `reconnect()` also cuts a wait short, so the
+ * stream connects the moment OpenCode becomes healthy: a turn started before the stream connected
+ * would go unseen.
+ */
 export class EventFollower {
   private readonly stopping = new AbortController();
   private current: AbortController | null = null;
+  private wake = new AbortController();
   private readonly log: Logger;
   private readonly backoff: Backoff;
   private loop: Promise<void> | null = null;
+  /** Base URL of the runtime the open stream follows (null: none connected). */
+  private connectedTo: string | null = null;
+  private readonly waiters = new Set<{ baseUrl: string; resolve: () => void }>();
   connections = 0;
 
   constructor(private readonly options: EventFollowerOptions) {
@@ -178,22 +195,52 @@ export class EventFollower {
     this.loop ??= this.run();
   }
 
-  /** Drops the current stream; the loop reconnects to whatever `client()` returns now. */
+  /** Drops the current stream (or a wait); the loop reconnects to whatever `client()` returns now. */
   reconnect(): void {
     this.current?.abort();
+    this.wake.abort();
+  }
+
+  /**
+   * Resolves once a stream to `client` is connected, or after `timeoutMs` (a stream that cannot
+   * connect must not hold the runtime back for ever; the turn tracker reconciles when it does).
+   */
+  connected(client: OpencodeClient, timeoutMs = 10_000): Promise<void> {
+    if (this.connectedTo === client.baseUrl) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiter = { baseUrl: client.baseUrl, resolve: () => done() };
+      const timer = setTimeout(() => done(), timeoutMs);
+      timer.unref();
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(waiter);
+        resolve();
+      };
+      this.waiters.add(waiter);
+    });
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
     this.current?.abort();
+    this.wake.abort();
     await this.loop;
+    for (const waiter of [...this.waiters]) waiter.resolve();
+  }
+
+  /** Sleeps `ms` unless stopped or woken by reconnect() (also one asked for since the last pause). */
+  private async pause(ms: number): Promise<void> {
+    if (!this.wake.signal.aborted) {
+      await sleep(ms, AbortSignal.any([this.stopping.signal, this.wake.signal]));
+    }
+    this.wake = new AbortController();
   }
 
   private async run(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       const client = this.options.client();
       if (!client) {
-        await sleep(this.backoff.next(), this.stopping.signal);
+        await this.pause(NO_RUNTIME_POLL_MS);
         continue;
       }
       try {
@@ -203,7 +250,7 @@ export class EventFollower {
           this.log.debug({ err: (error as Error).message }, 'event stream dropped');
       }
       if (this.stopping.signal.aborted) break;
-      await sleep(this.backoff.next(), this.stopping.signal);
+      await this.pause(this.backoff.next());
     }
   }
 
@@ -213,7 +260,7 @@ export class EventFollower {
     const staleAfterMs = this.options.staleAfterMs ?? 60_000;
     let staleTimer = setTimeout(() => controller.abort(), staleAfterMs);
     try {
-      const response = await request(`${client.baseUrl}/event`, {
+      const response = await request(`${client.baseUrl}/global/event`, {
         headers: { accept: 'text/event-stream' },
         signal: controller.signal,
       });
@@ -222,6 +269,8 @@ export class EventFollower {
         throw new Error(`GET /event: HTTP ${response.status}`);
       }
       this.connections += 1;
+      this.connectedTo = client.baseUrl;
+      for (const waiter of [...this.waiters]) if (waiter.baseUrl === client.baseUrl) waiter.resolve();
       this.log.debug({ baseUrl: client.baseUrl }, 'event stream connected');
       // Events missed while disconnected: the status endpoint says which turns are still running.
       this.options.tracker.reconcile(await client.sessionStatus().catch(() => ({})));
@@ -242,6 +291,7 @@ export class EventFollower {
     } finally {
       clearTimeout(staleTimer);
       if (this.current === controller) this.current = null;
+      if (this.connectedTo === client.baseUrl) this.connectedTo = null;
     }
   }
 
@@ -254,10 +304,13 @@ export class EventFollower {
     if (!data) return;
     let event: OpencodeEvent;
     try {
-      event = JSON.parse(data) as OpencodeEvent;
+      const parsed = JSON.parse(data) as OpencodeEvent | { payload?: OpencodeEvent };
+      event = 'payload' in parsed && parsed.payload ? parsed.payload : (parsed as OpencodeEvent);
     } catch {
       return;
     }
+    // The global stream also carries each change as a `sync` record for OpenCode's own clients.
+    if (typeof event?.type !== 'string' || event.type === 'sync') return;
     this.options.onEvent?.(event);
     const update = turnUpdateFrom(event);
     if (update) this.options.tracker.set(update.opencodeSessionId, update.state, update.message);

@@ -25,6 +25,11 @@ export interface SupervisorOptions {
   reportState: (state: RuntimeState, message?: string) => void;
   /** Runs once after the bootstrap claim, before the first OpenCode starts (e.g. to fill `env`). */
   beforeLaunch?: () => Promise<void>;
+  /**
+   * Resolves once a healthy runtime's events are followed. HEALTHY is reported, and the initial
+   * prompt sent, only then: a turn that starts earlier would run unseen.
+   */
+  observed?: (proc: OpencodeProcess) => Promise<void>;
 }
 
 export interface RestartRecord {
@@ -44,6 +49,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   healthy = false;
   /** OpenCode session id the initial prompt went to. */
   initialSessionId: string | null = null;
+  /** Settles once the current runtime was reported HEALTHY (see `observed`). */
+  ready: Promise<void> = Promise.resolve();
   readonly restarts: RestartRecord[] = [];
   private readonly backoff: Backoff;
   private readonly log: Logger;
@@ -73,7 +80,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (!this.bootstrap) return;
     await this.options.beforeLaunch?.();
     await this.launch();
-    if (this.healthy) await this.sendInitialPrompt();
+    if (!this.healthy) return;
+    await this.ready;
+    await this.sendInitialPrompt();
   }
 
   private async claim(): Promise<Bootstrap | null> {
@@ -134,16 +143,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 
-  /** Makes `proc` the supervised runtime: watch its exit, report HEALTHY. */
+  /** Makes `proc` the supervised runtime: watch its exit, report HEALTHY once its events are followed. */
   adopt(proc: OpencodeProcess): void {
     this.current = proc;
     this.healthy = true;
     this.log.info({ pid: proc.pid, port: proc.port }, 'opencode healthy');
-    this.options.reportState('HEALTHY');
     if (this.stableTimer) clearTimeout(this.stableTimer);
     this.stableTimer = setTimeout(() => this.backoff.reset(), this.options.stableAfterMs);
     this.stableTimer.unref();
     this.emit('healthy', proc);
+    this.ready = Promise.resolve(this.options.observed?.(proc)).then(() => {
+      if (this.current === proc && this.healthy && !this.stopped) this.options.reportState('HEALTHY');
+    });
     void proc.exited.then((exit) => {
       if (this.current !== proc || this.stopped) return;
       this.healthy = false;

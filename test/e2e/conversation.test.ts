@@ -54,7 +54,9 @@ describe('talking to the agent over GraphQL', () => {
     onTestFailed,
   }) => {
     onTestFailed(async () => {
-      console.error(`events: ${received().length}\n${await e.describeSession(s.sessionId)}`);
+      console.error(
+        `events: ${received().length}, stub requests: ${e.stub.requests.length}\n${await e.describeSession(s.sessionId)}`,
+      );
     });
     e.stub.setReply('alpha beta gamma delta epsilon');
     const start = received().length;
