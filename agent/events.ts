@@ -1,9 +1,7 @@
 // R-AG-3: follows OpenCode's event stream and derives the turn state per OpenCode session.
-// It follows the process-wide `/global/event` (each event as `{ directory, payload }`), not
-// `/event`, which is bound to the project instance current when the stream connected: on a loaded
-// machine the daemon sometimes saw nothing of a turn OpenCode did run (its model calls arrived, no
-// state change reached the daemon), and the turn never ended for it. The global stream does not
-// depend on which instance is current.
+// It follows the process-wide `/global/event` (each event as `{ directory, payload }`) rather than
+// `/event`, which is bound to the project instance current when the stream connected, so a
+// disposed or re-created instance cannot leave the daemon on a stream that never sees a turn.
 //
 // OpenCode 1.18 events used here (each payload `{"id","type","properties"}`):
 //   session.status  { sessionID, status: { type: 'busy' | 'idle' | 'retry', attempt?, message?, next? } }
