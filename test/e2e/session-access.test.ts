@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createOpencodeClient } from '@opencode-ai/sdk';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { IMAGE_PLACEHOLDER } from '../../resolvers/gateway/llm';
@@ -370,17 +371,25 @@ describe('reaching a session from outside', () => {
           `--user-data-dir=${profile}`,
           `http://127.0.0.1:${(parent.address() as AddressInfo).port}/`,
         ],
-        { stdio: 'ignore' },
+        // Its own process group: the browser's helper processes go with it.
+        { stdio: 'ignore', detached: true },
       );
+      const exited = once(chromium, 'exit');
       try {
         // Only a page that rendered inside the frame (framing headers gone, cookie set by the
         // signed URL and sent back) can report framed=true through the preview.
         await waitFor(async () => app.beacons.includes('/echo?framed=true'), 60_000);
       } finally {
-        chromium.kill('SIGKILL');
+        try {
+          process.kill(-chromium.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+        await exited;
         parent.closeAllConnections();
         parent.close();
-        rmSync(profile, { recursive: true, force: true });
+        // A helper process may still be writing its last files into the profile for a moment.
+        rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
       }
     });
 
