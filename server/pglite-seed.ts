@@ -1,25 +1,33 @@
-// The embedded database's seed: a migrated, empty PGlite data directory built once per PGlite
-// version and migration set, and copied into a new data dir on first start. PGlite's initdb runs in
-// WebAssembly and takes seconds on an idle machine (tens of seconds on a loaded one); a copy takes
-// a fraction of one. `npm install` builds it (scripts/build-pglite-seed.ts); without it, first start
-// runs initdb as before. Built in a private directory and renamed into place, so concurrent builders
-// (test workers, two installs) never expose half of one.
+// The embedded database's seed: a migrated, empty PGlite data directory (with pg-boss's schema, no
+// queues) built once per PGlite and pg-boss version and migration set, and copied into a new data
+// dir on first start. PGlite's initdb (and pg-boss's schema) runs in WebAssembly and takes seconds on
+// an idle machine (tens of seconds on a loaded one); a copy takes a fraction of one. `npm install`
+// builds it (scripts/build-pglite-seed.ts); without it, first start runs initdb as before. Built in
+// a private directory and renamed into place, so concurrent builders (test workers, two installs)
+// never expose half of one.
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pgliteRawSql } from './db';
 import { migrate, readMigrations } from './migrate';
+import { installJobSchema } from '../resolvers/jobs/queue';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
-/** Where the seed for the installed PGlite and the current migrations lives (it may not exist). */
+// The packages' exports do not include package.json; read it by path.
+const versionOf = (...name: string[]): string =>
+  (
+    JSON.parse(readFileSync(join(ROOT, 'node_modules', ...name, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+
+/** Where the seed for the installed PGlite and pg-boss and the current migrations lives (it may not exist). */
 export async function pgliteSeedDir(): Promise<string> {
-  // The package's exports do not include package.json; read it by path.
-  const { version } = JSON.parse(
-    readFileSync(join(ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8'),
-  ) as { version: string };
-  const hash = createHash('sha256').update(version);
+  const hash = createHash('sha256')
+    .update(versionOf('@electric-sql', 'pglite'))
+    .update(`pg-boss@${versionOf('pg-boss')}`);
   for (const file of await readMigrations()) hash.update(file.name).update(file.checksum);
   return join(
     ROOT,
@@ -41,6 +49,8 @@ export async function buildPgliteSeed(): Promise<string> {
   const lite = await PGlite.create(building);
   try {
     await migrate(pgliteRawSql(lite));
+    // The job queue's tables: the first start then only creates its queues (milliseconds).
+    await installJobSchema(lite);
   } finally {
     await lite.close();
   }
