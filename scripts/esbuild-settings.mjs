@@ -1,6 +1,7 @@
-// The esbuild settings every bundle for plain `node` shares: the daemon (scripts/build-agent.mjs,
-// dist/singulacomp-agent.mjs), the CLI (scripts/build-cli.mjs, dist/singulacomp.mjs) and the
-// runtime package's copies of both (scripts/build-runtime.ts).
+// The esbuild settings every bundle for plain `node` shares: the daemon (scripts/bundles.mjs,
+// dist/singulacomp-agent.mjs), the server (scripts/bundles.mjs, dist/server.mjs, with its own
+// plugins), the CLI (scripts/build-cli.mjs, dist/singulacomp.mjs) and the runtime package's copies
+// of the daemon and the CLI (scripts/build-runtime.ts).
 import { isBuiltin } from 'node:module';
 
 /** The bundles' syntax target; the runtime layer installs Node.js 22. */

@@ -1,6 +1,7 @@
-// Generates the Prisma client, Pothos and GraphQL document types, the daemon and CLI bundles, the dashboard
-// and the embedded database seed, without downloading anything: Prisma 7's CLI wants a schema-engine
-// binary on disk but generation never runs it, so any existing file satisfies it.
+// Generates the Prisma client, Pothos and GraphQL document types, the daemon, CLI and server
+// bundles, the dashboard and the embedded database seed, without downloading anything: Prisma 7's
+// CLI wants a schema-engine binary on disk but generation never runs it, so any existing file
+// satisfies it.
 import { spawnSync } from 'node:child_process';
 
 const env = { ...process.env };
@@ -19,6 +20,8 @@ run('npx', ['--no-install', 'graphql-codegen', '--config', 'codegen.ts']);
 run(process.execPath, ['scripts/build-agent.mjs']);
 // The CLI likewise (cli/bin.mjs runs it, rebuilding it when a source is newer).
 run(process.execPath, ['scripts/build-cli.mjs']);
+// The server as one file, what `npm start` runs (it rebuilds this when a source changed since).
+run(process.execPath, ['scripts/build-server.mjs']);
 // The embedded database's seed: the first `npm start` copies it instead of running initdb.
 run(process.execPath, ['--import', 'tsx', 'scripts/build-pglite-seed.ts']);
 // The dashboard (web/) into dist/web, served by the server at /: a few seconds, no network.

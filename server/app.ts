@@ -32,7 +32,7 @@ import { type Database, openDatabase } from './db';
 import { type ServerEnv, parseEnv } from './env';
 import { loadKeys } from './keys';
 import { type Logger, createLogger, defaultLogFormat } from './logger';
-import { seedPgliteDataDir } from './pglite-seed';
+import { isFirstStartOf, seedPgliteDataDir } from './pglite-seed';
 import { migrate } from './migrate';
 import { createInProcessBroker, createPubSub } from './pubsub';
 import type { PubSub } from '../resolvers/events/channels';
@@ -136,11 +136,13 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     return ms;
   };
   const engine = env.databaseUrl ? 'postgres' : 'pglite';
-  if (!env.databaseUrl && !existsSync(join(env.dataDir, 'pglite', 'PG_VERSION'))) {
+  const pgliteDir = join(env.dataDir, 'pglite');
+  // main.ts may have started the copy already (and even finished it): this call shares it.
+  if (!env.databaseUrl && (!existsSync(join(pgliteDir, 'PG_VERSION')) || isFirstStartOf(pgliteDir))) {
     log.info({ dataDir: env.dataDir }, 'database: creating the embedded PostgreSQL (first start only)');
     // From the seed `npm install` built, when there is one: a copy instead of initdb.
-    const seeded = await seedPgliteDataDir(join(env.dataDir, 'pglite'));
-    if (seeded) log.debug('database: copied from the installed seed');
+    await seedPgliteDataDir(pgliteDir);
+    if (existsSync(join(pgliteDir, 'PG_VERSION'))) log.debug('database: copied from the installed seed');
   }
   const database: Database = await openDatabase({
     url: env.databaseUrl,

@@ -1,8 +1,16 @@
 // `npm start`: one server process with embedded defaults (R-RUN-1).
-import { buildApp } from './app';
+import { join } from 'node:path';
+import { parseEnv } from './env';
+import { seedPgliteDataDir } from './pglite-seed';
+
+const env = parseEnv();
+// A first start on the embedded database copies the installed seed on another thread while the
+// rest of the server loads; buildApp waits for that copy (and reports a failure of it).
+if (!env.databaseUrl) seedPgliteDataDir(join(env.dataDir, 'pglite')).catch(() => {});
+const { buildApp } = await import('./app');
 
 // buildApp logs each start-up step and app.start() the one listening line.
-const app = await buildApp();
+const app = await buildApp({ env });
 await app.start();
 
 let stopping = false;

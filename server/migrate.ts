@@ -2,6 +2,7 @@
 // uses Prisma's own `_prisma_migrations` table, so `prisma migrate deploy` and `migrate status` agree
 // with what ran here. An advisory lock makes concurrent start-ups apply each migration exactly once.
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { RawSql } from './db';
@@ -28,6 +29,8 @@ export interface MigrationFile {
   checksum: string;
 }
 
+const checksum = (sql: string): string => createHash('sha256').update(sql).digest('hex');
+
 export async function readMigrations(dir = MIGRATIONS_DIR): Promise<MigrationFile[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const names = entries
@@ -37,9 +40,21 @@ export async function readMigrations(dir = MIGRATIONS_DIR): Promise<MigrationFil
   return Promise.all(
     names.map(async (name) => {
       const sql = await readFile(`${dir}/${name}/migration.sql`, 'utf8');
-      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+      return { name, sql, checksum: checksum(sql) };
     }),
   );
+}
+
+/** readMigrations without yielding: for start-up work that must begin before the server loads. */
+export function readMigrationsSync(dir = MIGRATIONS_DIR): MigrationFile[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(`${dir}/${name}/migration.sql`, 'utf8');
+      return { name, sql, checksum: checksum(sql) };
+    });
 }
 
 /** Thrown when a migration failed before and was never resolved: the schema is in an unknown state. */

@@ -6,6 +6,7 @@
 // (pg-boss's own adapter), so a restart resumes what the previous run left. See
 // docs/background-jobs.md for why pg-boss and not graphile-worker.
 import { type Job, PgBoss, fromPglite } from 'pg-boss';
+import type { PGlite } from '@electric-sql/pglite';
 import type { Database, Logger } from '../platform';
 
 export const JOBS = {
@@ -62,12 +63,31 @@ export interface JobStatus {
 
 export type JobQueue = ReturnType<typeof createJobQueue>;
 
+const SCHEMA = 'pgboss';
+
+/**
+ * Creates pg-boss's schema (no queues) in an embedded database, as the first start() would. The
+ * embedded database's seed ships it (server/pglite-seed.ts): creating it takes seconds in PGlite.
+ */
+export async function installJobSchema(pglite: PGlite): Promise<void> {
+  const boss = new PgBoss({
+    schema: SCHEMA,
+    db: fromPglite(pglite),
+    backend: 'pglite',
+    supervise: false,
+    schedule: false,
+    registerInstance: false,
+  });
+  await boss.start();
+  await boss.stop({ graceful: false, close: false });
+}
+
 export function createJobQueue(options: JobQueueOptions) {
   const log = options.logger.child({ module: 'jobs' });
   const heartbeatSeconds = Math.max(10, options.heartbeatSeconds ?? 10);
   const { database } = options;
   const common = {
-    schema: 'pgboss',
+    schema: SCHEMA,
     // The monitor is what notices a dead worker's missing heartbeat: keep it well inside 60 s.
     monitorIntervalSeconds: Math.min(heartbeatSeconds, 10),
     superviseIntervalSeconds: 10,

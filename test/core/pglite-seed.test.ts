@@ -1,5 +1,5 @@
 // The embedded database's seed: a first start copies a migrated data directory instead of running
-// initdb, and never touches a data directory that already holds a database.
+// initdb (and pg-boss's schema), and never touches a data directory that already holds a database.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,11 @@ test('a new data dir is filled from the seed with every migration applied; an ex
       'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL ORDER BY migration_name',
     );
     expect(applied.rows.map((r) => r.migration_name)).toEqual((await readMigrations()).map((m) => m.name));
+    // The job queue's schema too (its queues are created by the first start, with its settings).
+    const boss = await lite.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'pgboss' AND table_name = 'version'`,
+    );
+    expect(boss.rows).toEqual([{ n: 1 }]);
     await lite.exec(`CREATE TABLE kept (v text); INSERT INTO kept VALUES ('mine')`);
   } finally {
     await lite.close();

@@ -44,6 +44,8 @@ export interface ServerProcessOptions {
   startTimeoutMs?: number;
   /** Start it as a user would, with `npm start` (in its own process group, stopped as a group). */
   npmStart?: boolean;
+  /** The checkout to start in. @default this repository */
+  cwd?: string;
 }
 
 export interface ServerProcess {
@@ -69,9 +71,9 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'sc-proc-'));
   const [command, args] = options.npmStart
     ? ['npm', ['start']]
-    : [process.execPath, ['--import', 'tsx', join(ROOT, 'server/main.ts')]];
+    : [process.execPath, ['--import', 'tsx', join(options.cwd ?? ROOT, 'server/main.ts')]];
   const child = spawn(command, args, {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     detached: options.npmStart === true,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
