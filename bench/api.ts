@@ -10,12 +10,11 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import { createSchema, createYoga } from 'graphql-yoga';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
-import { type BenchResult, formatTable, percentile, round, runLoad } from './support/harness';
+import { type BenchResult, percentile, round, runLoad, runIfMain } from './support/harness';
 
 const THROUGHPUT_MS = 6_000;
 const THROUGHPUT_ROUNDS = 6;
@@ -318,12 +317,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => console.log(formatTable(results.map((r) => ({ module: 'api', ...r })))),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

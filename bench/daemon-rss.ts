@@ -5,12 +5,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { freePort } from '../agent/opencode';
 import { startRecordingApi } from '../test/agent/harness';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../test/fixtures/opencode-project';
 import { startStubModel } from '../test/fixtures/stub-model';
-import type { BenchResult } from './support/harness';
+import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
 
 const SETTLE_MS = 3_000;
@@ -111,14 +110,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => {
-      for (const r of results) console.log(JSON.stringify(r));
-    },
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

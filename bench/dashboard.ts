@@ -4,12 +4,11 @@
 //  2. time to interactive in headless Chromium, cold cache: from navigation to the signed-in
 //     sessions list rendered from the API vs GraphiQL's execute button (median of ROUNDS).
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Browser } from 'playwright-core';
 import { startTestApp } from '../test/support/app';
 import { launchBrowser } from '../test/web/helpers';
-import { type BenchResult, formatTable, percentile, round } from './support/harness';
+import { type BenchResult, percentile, round, runIfMain } from './support/harness';
 
 const ROUNDS = 5;
 
@@ -89,12 +88,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => console.log(formatTable(results.map((r) => ({ module: 'dashboard', ...r })))),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

@@ -8,9 +8,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { freePort } from '../resolvers/providers/local';
-import { type BenchResult, percentile } from './support/harness';
+import { type BenchResult, percentile, runIfMain } from './support/harness';
 export type { BenchResult };
 
 const ROOT = join(import.meta.dirname, '..');
@@ -139,15 +138,4 @@ export async function run(): Promise<BenchResult[]> {
   ];
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => {
-      for (const r of results) console.log(JSON.stringify(r));
-      process.exit(0);
-    },
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

@@ -2,10 +2,10 @@
 // against the local emulators, with the emulator's own handling time (from its request log)
 // reported beside it so the SDK + adapter overhead is visible. Also create → daemon answering
 // health, which adds the entry process's start-up. `npx tsx bench/provisioning.ts` prints a table.
+import { runIfMain } from './support/harness';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { DaytonaProvider } from '../resolvers/providers/daytona';
 import { E2BProvider } from '../resolvers/providers/e2b';
 import { PlatinumProvider } from '../resolvers/providers/platinum';
@@ -160,12 +160,4 @@ export async function run(): Promise<Result[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => console.table(results),
-    (error: unknown) => {
-      console.error(error);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, run);

@@ -3,9 +3,8 @@
 // bounded concurrency over keep-alive connections.
 import { Agent as HttpAgent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import { startTestAgent } from '../test/agent/harness';
-import type { BenchResult } from './support/harness';
+import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
 
 const REQUESTS = 3_000;
@@ -91,14 +90,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => {
-      for (const r of results) console.log(JSON.stringify(r));
-    },
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

@@ -6,14 +6,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { SessionEventsDocument } from '../test/generated/graphql';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { openSocket, watch } from '../test/realtime/helpers';
 import { waitFor } from '../test/support/wait';
-import type { BenchResult } from './support/harness';
+import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
 
 const LLM_REQUESTS = 200;
@@ -258,15 +257,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => {
-      for (const r of results) console.log(JSON.stringify(r));
-      process.exit(0);
-    },
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, run);

@@ -6,11 +6,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { createGitTreeReader } from '../image/repo-files';
 import { computeSnapshotKey } from '../image/snapshot';
-import type { BenchResult } from './support/harness';
+import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
 
 const execFileAsync = promisify(execFile);
@@ -142,12 +141,4 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run().then(
-    (results) => console.table(results),
-    (error: unknown) => {
-      console.error(error);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, run);

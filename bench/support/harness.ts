@@ -1,6 +1,7 @@
 // Shared bench helpers: the result row, the load generator as a child process, and table printing.
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { LoadConfig, LoadResult } from './load';
 
 export { percentile } from './load';
@@ -72,4 +73,24 @@ export function formatTable(rows: TableRow[]): string {
       .join(' | ')
       .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...cells.map(line)].join('\n');
+}
+
+/**
+ * Runs a bench module on its own (`npx tsx bench/<name>.ts`) and prints its table, as
+ * `npm run bench -- <name>` would; does nothing when bench/run.ts imports the module.
+ */
+export function runIfMain(moduleUrl: string, run: () => Promise<BenchResult[]>): void {
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  const module = basename(fileURLToPath(moduleUrl), '.ts');
+  run().then(
+    (results) => {
+      process.stdout.write(`${formatTable(results.map((r) => ({ module, ...r })))}\n`);
+      // Bench modules may leave handles (pools, timers) open; the table is the whole output.
+      process.exit(0);
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
 }
