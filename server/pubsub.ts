@@ -219,10 +219,14 @@ class EventStream implements AsyncIterableIterator<Envelope> {
     if (this.lastSeq === null) {
       // A live-only stream starts after the topic's current seq. Without that baseline the first
       // event to arrive would define the start, and an earlier one still on its way through the
-      // broker (another process published it) would be dropped as old: a silent gap.
+      // broker (another process published it) would be dropped as old: a silent gap. Events
+      // delivered to this stream while the baseline was being read were published after it
+      // subscribed, so they are live even when the read already counted them.
       void this.log.currentSeq(this.topic, this.key).then(
         (seq) => {
-          if (this.lastSeq === null) this.lastSeq = seq;
+          if (this.lastSeq === null) {
+            this.lastSeq = Math.min(seq, ...this.pending.map((envelope) => envelope.seq - 1));
+          }
           this.drain();
         },
         (error: unknown) => {
