@@ -52,23 +52,25 @@ describe('supervisor', () => {
     startAgent,
   }) => {
     const h = await startAgent();
+    // A runtime is reported HEALTHY once its event stream is connected, a moment after the
+    // supervisor saw it healthy: each kill waits for that report, as a user's first turn would.
+    const healthyReports = (n: number) => h.states().filter((state) => state === 'HEALTHY').length >= n;
+    await waitFor(() => healthyReports(1), 30_000, 'first HEALTHY report');
     const first = h.agent.supervisor.current!;
     process.kill(first.pid!, 'SIGKILL');
     await waitFor(
-      () => h.agent.supervisor.healthy && h.agent.supervisor.current !== first,
+      () => h.agent.supervisor.current !== first && healthyReports(2),
       30_000,
-      'first restart',
+      'first restart reported HEALTHY',
     );
     const second = h.agent.supervisor.current!;
     expect(second.pid).not.toBe(first.pid);
     process.kill(second.pid!, 'SIGKILL');
     await waitFor(
-      () => h.agent.supervisor.healthy && h.agent.supervisor.current !== second,
+      () => h.agent.supervisor.current !== second && healthyReports(3),
       30_000,
-      'second restart',
+      'second restart reported HEALTHY',
     );
-    // The supervisor sees OpenCode healthy before its HEALTHY report reaches the API.
-    await waitFor(() => h.states().length >= 8, 10_000, 'final HEALTHY report');
     const delays = h.agent.supervisor.restarts.map((r) => r.delayMs);
     expect(delays).toEqual([300, 600]);
     expect(h.agent.supervisor.restarts[0]!.reason).toContain('signal SIGKILL');
