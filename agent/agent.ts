@@ -122,6 +122,8 @@ export class Agent {
   replacementBin: string | undefined;
   private reportChain: Promise<void> = Promise.resolve();
   private offloadTimer: NodeJS.Timeout | null = null;
+  /** Offload passes in flight: the stop waits for them, since they write into OpenCode's database. */
+  private readonly offloading = new Set<Promise<unknown>>();
   private started = false;
   private stopping: Promise<void> | null = null;
 
@@ -332,12 +334,17 @@ export class Agent {
 
   /** Runs an offload pass unless a turn is in flight or offload is disabled. */
   async offloadIfIdle(): Promise<ReturnType<Offloader['run']> extends Promise<infer R> ? R | null : never> {
-    if (!this.options.attachmentOffload || this.tracker.turnInFlight) return null;
+    if (!this.options.attachmentOffload || this.tracker.turnInFlight || this.stopping) return null;
+    const pass = this.offloader.run();
+    // A pass writes into OpenCode's database; the stop waits for it (see shutdown()).
+    this.offloading.add(pass);
     try {
-      return await this.offloader.run();
+      return await pass;
     } catch (error) {
       this.log.warn({ err: (error as Error).message }, 'offload failed');
       return null;
+    } finally {
+      this.offloading.delete(pass);
     }
   }
 
@@ -459,7 +466,11 @@ export class Agent {
         this.lease.stop(),
         this.supervisor.stop(),
       ]);
-      await Promise.all([this.reportChain, this.forwarder.flush()]);
+      await Promise.all([
+        this.reportChain,
+        this.forwarder.flush(),
+        ...[...this.offloading].map((pass) => pass.catch(() => undefined)),
+      ]);
     })();
     let timer: NodeJS.Timeout | undefined;
     const hard = new Promise<'timeout'>((resolve) => {
