@@ -333,6 +333,11 @@ export class Agent {
   }
 
   /** Runs an offload pass unless a turn is in flight or offload is disabled. */
+  /** Settles once no attachment-offload pass is running (the one at start included). */
+  async offloadsSettled(): Promise<void> {
+    while (this.offloading.size > 0) await Promise.allSettled([...this.offloading]);
+  }
+
   async offloadIfIdle(): Promise<ReturnType<Offloader['run']> extends Promise<infer R> ? R | null : never> {
     if (!this.options.attachmentOffload || this.tracker.turnInFlight || this.stopping) return null;
     const pass = this.offloader.run();
@@ -466,11 +471,7 @@ export class Agent {
         this.lease.stop(),
         this.supervisor.stop(),
       ]);
-      await Promise.all([
-        this.reportChain,
-        this.forwarder.flush(),
-        ...[...this.offloading].map((pass) => pass.catch(() => undefined)),
-      ]);
+      await Promise.all([this.reportChain, this.forwarder.flush(), this.offloadsSettled()]);
     })();
     let timer: NodeJS.Timeout | undefined;
     const hard = new Promise<'timeout'>((resolve) => {

@@ -16,6 +16,8 @@ describe('attachment offload', () => {
     startAgent,
   }) => {
     const h = await startAgent();
+    // The pass every daemon runs at start must not run into the data this test builds next.
+    await h.agent.offloadsSettled();
     const opencode = h.agent.supervisor.current!.client;
     const session = await opencode.createSession('screenshots');
     const images = Array.from({ length: 14 }, (_, i) =>
