@@ -289,7 +289,8 @@ export class EventFollower {
     } finally {
       clearTimeout(staleTimer);
       if (this.current === controller) this.current = null;
-      if (this.connectedTo === client.baseUrl) this.connectedTo = null;
+      // Only this stream's own mark: a reconnect to the same port may already have replaced it.
+      if (this.current === null && this.connectedTo === client.baseUrl) this.connectedTo = null;
     }
   }
 
