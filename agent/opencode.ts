@@ -2,7 +2,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { sleep } from './backoff';
 import { request } from './http';
@@ -30,19 +29,6 @@ export function resolveOpencodeBin(override?: string): string {
     }
   }
   return 'opencode';
-}
-
-/** A free TCP port on 127.0.0.1 (for replacement runtimes). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export type OpencodeSessionStatus =

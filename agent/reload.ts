@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import type { ApiClient, ReloadPhaseName } from './api-client';
 import type { TurnTracker } from './events';
 import type { Logger } from './logger';
-import { freePort, type OpencodeProcess } from './opencode';
+import { freePort } from '../contract/ports';
+import type { OpencodeProcess } from './opencode';
 import type { Supervisor } from './supervisor';
 
 const exec = promisify(execFile);

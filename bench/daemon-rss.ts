@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../agent/opencode';
+import { freePort } from '../contract/ports';
 import { startRecordingApi } from '../test/agent/harness';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../test/fixtures/opencode-project';
 import { startStubModel } from '../test/fixtures/stub-model';

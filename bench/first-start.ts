@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../resolvers/providers/local';
+import { freePort } from '../contract/ports';
 import { type BenchResult, percentile, runIfMain } from './support/harness';
 export type { BenchResult };
 

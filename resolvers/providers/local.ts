@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from '../../contract/ports';
 import { dirname, join } from 'node:path';
 import { ProviderValidationError } from './errors';
 import {
@@ -84,19 +84,6 @@ export async function processStartTicks(pid: number): Promise<string | null> {
   } catch {
     return null;
   }
-}
-
-/** A TCP port on 127.0.0.1 that nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 function alive(pid: number): boolean {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FieldNode, type OperationDefinitionNode, parse } from 'graphql';
 import { type Agent, type AgentOptions, createAgent } from '../../agent/agent';
-import { freePort } from '../../agent/opencode';
+import { freePort } from '../../contract/ports';
 import { signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
 import { type StubModel, type StubModelOptions, startStubModel } from '../fixtures/stub-model';

@@ -22,7 +22,7 @@ import {
 } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { freePort } from '../../resolvers/providers/local';
+import { freePort } from '../../contract/ports';
 import { type E2e, startE2e } from './helpers';
 
 /** Subdomain previews need a DNS name under which `p<port>-<sandbox-id>.` hosts resolve. */

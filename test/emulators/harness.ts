@@ -205,7 +205,7 @@ function matches(path: string, pattern: string | RegExp): boolean {
 }
 
 /** A free TCP port on 127.0.0.1 (the emulated container's service port). */
-export { freePort } from '../../resolvers/providers/local';
+export { freePort } from '../../contract/ports';
 
 export interface LaunchOptions {
   file: string;

@@ -4,23 +4,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { describe } from 'vitest';
 import { sandboxListeningPorts } from '../../agent/sandbox-ports';
+import { freePort } from '../../contract/ports';
 import { expect, test } from '../agent/helpers';
 import { waitFor } from '../support/wait';
 
 const HEADER = 'x-singulacomp-user-context';
 const LISTEN = (port: number) =>
   `require('node:http').createServer((q, s) => s.end('reached')).listen(${port}, '127.0.0.1')`;
-
-/** A port nobody uses now, picked by the kernel. */
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('proxy targets', () => {
   test('only ports the sandbox’s own processes listen on are proxied; the API, PostgreSQL, Redis and foreign services are refused', async ({

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { freePort } from '../../resolvers/providers/local';
+import { freePort } from '../../contract/ports';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testRunEnv } from './test-run';

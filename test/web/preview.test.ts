@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort } from '../../resolvers/providers/local';
+import { freePort } from '../../contract/ports';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
