@@ -360,6 +360,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       } else res.end();
     }
   });
+  // An idle keep-alive connection stays open longer than clients and load balancers keep theirs
+  // (60 s is common). With Node's 5 s default a client reusing a connection the server was just
+  // closing gets ECONNRESET, a proxy a 502; on a loaded host that race was hit in practice.
+  // headersTimeout must exceed it. stop() closes idle connections at once.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
 
   // Upgrades are routed here: graphql-ws on /graphql, the agent and preview proxies elsewhere (a
   // WebSocketServer bound to the HTTP server would answer 400 to every other path).

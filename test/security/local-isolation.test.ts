@@ -3,7 +3,7 @@
 // while its own workspace and the API are.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { bwrapAvailable } from '../../resolvers/providers/local-isolation';
 import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
@@ -21,10 +21,16 @@ interface ProbeResult {
   hasOwnToken: boolean;
 }
 
+interface Box {
+  id: string;
+  dir: string;
+  sessionId: string;
+}
+
 describe('an isolated LOCAL sandbox', () => {
   let t: TestApp;
   const repo = createTestRepo({ 'README.md': '# isolated\n' });
-  const sandboxes: Array<{ id: string; dir: string }> = [];
+  const sandboxes: Box[] = [];
 
   beforeAll(async () => {
     // The suite exists to prove isolation: a host without working bubblewrap fails it.
@@ -49,10 +55,27 @@ describe('an isolated LOCAL sandbox', () => {
       });
       const row = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
       const id = row.providerSandboxId!;
-      sandboxes.push({ id, dir: join(t.dataDir, 'sandboxes', id) });
+      sandboxes.push({ id, dir: join(t.dataDir, 'sandboxes', id), sessionId });
     }
   });
   afterAll(async () => t?.stop());
+
+  // Whatever step fails, each sandbox's session row and entry log say where it stood.
+  afterEach(async ({ task }) => {
+    if (task.result?.state !== 'fail') return;
+    for (const s of sandboxes) {
+      const session = await t.app.services.db.session
+        .findUnique({
+          where: { id: s.sessionId },
+          select: { status: true, stopReason: true, stoppedAt: true },
+        })
+        .catch((error: unknown) => String(error));
+      const log = existsSync(join(s.dir, 'entry.log'))
+        ? readFileSync(join(s.dir, 'entry.log'), 'utf8')
+        : '(none)';
+      console.error(`sandbox ${s.id}: ${JSON.stringify(session)}\nentry log:\n${log.slice(-3_000)}`);
+    }
+  });
 
   async function probe(dir: string, paths: string[], ports: number[]): Promise<ProbeResult> {
     const id = `${Date.now()}-${Math.random()}`;
@@ -66,7 +89,7 @@ describe('an isolated LOCAL sandbox', () => {
   }
 
   test('cannot read the bootstrap token, the secret key, a neighbour’s files or host processes’ environment', async () => {
-    const [own, other] = sandboxes as [{ id: string; dir: string }, { id: string; dir: string }];
+    const [own, other] = sandboxes as [Box, Box];
     const neighbourPid = readFileSync(join(other.dir, 'entry.pid'), 'utf8').trim();
     const neighbourConfig = join(other.dir, 'sandbox.json');
     // Preconditions on the host: each target exists and holds what an attacker wants.
@@ -96,7 +119,7 @@ describe('an isolated LOCAL sandbox', () => {
   });
 
   test('cannot connect to PostgreSQL, Redis or a neighbour’s service port, but reaches the API', async () => {
-    const [own, other] = sandboxes as [{ id: string; dir: string }, { id: string; dir: string }];
+    const [own, other] = sandboxes as [Box, Box];
     const neighbourPort = (
       JSON.parse(readFileSync(join(other.dir, 'sandbox.json'), 'utf8')) as { servicePort: number }
     ).servicePort;
@@ -110,7 +133,7 @@ describe('an isolated LOCAL sandbox', () => {
   });
 
   test('the host reaches the daemon’s service port through the sandbox’s ingress socket', async () => {
-    const [own] = sandboxes as [{ id: string; dir: string }];
+    const [own] = sandboxes as [Box];
     const config = JSON.parse(readFileSync(join(own.dir, 'sandbox.json'), 'utf8')) as { servicePort: number };
     // The probe listens on nothing: the bridge accepts and the connection ends without an answer,
     // which proves the path exists (a missing bridge is ECONNREFUSED on the host).
