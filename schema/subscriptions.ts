@@ -187,7 +187,7 @@ builder.subscriptionField('telemetry', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.sandboxId, 'Sandbox', 'sandboxId');
       const after = parseAfter(args.after);
-      const sandbox = await ctx.services.db.sandbox.findUnique({ where: { id } });
+      const sandbox = await ctx.services.telemetry.sandboxOwner(id);
       if (!sandbox) throw badUserInput('No sandbox with that id.', ['sandboxId']);
       canReadSandbox(ctx.principal, sandbox);
       return follow(ctx, 'telemetry', id, after, sandboxCheck, true);
