@@ -400,7 +400,7 @@ export async function run(): Promise<BenchResult[]> {
       value: Math.round(ours.bytesPerSubscription),
       unit: 'bytes',
       baseline: Math.round(bare.bytesPerSubscription),
-      note: `goal ≤ 10 KB; RSS delta ${Math.round(ours.rssPerSubscription)} B (bare ${Math.round(bare.rssPerSubscription)} B)`,
+      note: `goal ≤ 8 KB; RSS delta ${Math.round(ours.rssPerSubscription)} B (bare ${Math.round(bare.rssPerSubscription)} B)`,
     },
     {
       name: `publish → client latency p50 at ${EVENTS_PER_SECOND} events/s`,
@@ -414,7 +414,7 @@ export async function run(): Promise<BenchResult[]> {
       value: Number(ours.p99.toFixed(2)),
       unit: 'ms',
       baseline: Number(bare.p99.toFixed(2)),
-      note: 'goal ≤ 100 ms',
+      note: 'goal ≤ 50 ms',
     },
   ];
 }

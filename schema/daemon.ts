@@ -6,7 +6,7 @@ import { LeaseFencedError } from '../resolvers/errors';
 import { builder } from './builder';
 import { ReloadPhaseNameEnum, ReloadPhaseStatusEnum, RuntimeStateEnum, TelemetryReasonEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
-import { SandboxRef } from './sandboxes';
+import { SandboxRef, TelemetrySampleRef } from './sandboxes';
 
 // --- claimBootstrap -------------------------------------------------------------------------------
 
@@ -111,7 +111,8 @@ const ReportTelemetrySuccess = builder
   )
   .implement({
     fields: (t) => ({
-      sample: t.prismaField({ type: 'TelemetrySample', resolve: (_query, parent) => parent.sample }),
+      // The stored row is already in hand (no relations to load): no Prisma query to derive per report.
+      sample: t.field({ type: TelemetrySampleRef, resolve: (parent) => parent.sample }),
     }),
   });
 

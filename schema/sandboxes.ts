@@ -87,7 +87,7 @@ export const SandboxRef = builder.prismaNode('Sandbox', {
   }),
 });
 
-builder.prismaObject('TelemetrySample', {
+export const TelemetrySampleRef = builder.prismaObject('TelemetrySample', {
   fields: (t) => ({
     at: t.expose('at', { type: 'DateTime' }),
     memoryUsedBytes: t.exposeFloat('memoryUsedBytes'),

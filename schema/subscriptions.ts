@@ -7,9 +7,9 @@ import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import type { Principal } from '../resolvers/auth/principal';
-import type { Channels, Envelope, StreamTopic } from '../resolvers/events/channels';
+import type { Channels, Envelope, StreamObserver, StreamTopic } from '../resolvers/events/channels';
 import type { SessionSnapshot } from '../resolvers/sessions/readiness';
-import { type Context, builder } from './builder';
+import { type ConnectionHandle, type Context, builder } from './builder';
 import { canReadSandbox } from './sandboxes';
 
 const AFTER_DESCRIPTION =
@@ -21,32 +21,57 @@ export function parseAfter(after: number | null | undefined): number | null {
   return after;
 }
 
-/** The live stream behind one subscription: replay, per-event checks, seq bookkeeping. */
-export async function* follow<T extends StreamTopic>(
+/** Per-event checks of one subscription: the token is still valid, the reader may see the event. */
+class Follower<T extends StreamTopic> implements StreamObserver {
+  constructor(
+    private readonly ctx: Context,
+    private readonly check: (principal: Principal, payload: Channels[T]) => void,
+  ) {}
+
+  delivered(event: Envelope): void {
+    const connection = this.ctx.connection;
+    connection?.assertValid();
+    this.check(this.ctx.principal!, event.payload as Channels[T]);
+    connection?.delivered(event.seq);
+  }
+}
+
+/** On a WebSocket, a reader too slow for its buffer gets its socket closed (4420). */
+class ConnectedFollower<T extends StreamTopic> extends Follower<T> {
+  constructor(
+    private readonly connection: ConnectionHandle,
+    ctx: Context,
+    check: (principal: Principal, payload: Channels[T]) => void,
+  ) {
+    super(ctx, check);
+  }
+
+  overflow(lastSeq: number): void {
+    this.connection.slowConsumer(lastSeq);
+  }
+}
+
+/**
+ * The live stream behind one subscription: replay, per-event checks, seq bookkeeping. It is the
+ * pub/sub's stream itself (no generator around it) with one small observer: an idle subscription
+ * costs little.
+ */
+export function follow<T extends StreamTopic>(
   ctx: Context,
   topic: T,
   key: string,
   after: number | null,
   check: (principal: Principal, payload: Channels[T]) => void,
   coalesce = false,
-): AsyncGenerator<Envelope<T>> {
+): AsyncIterableIterator<Envelope<T>> {
   const connection = ctx.connection;
-  const stream = ctx.services.pubsub.subscribe(topic, key, {
+  return ctx.services.pubsub.subscribe(topic, key, {
     after,
     coalesce,
     ...(connection
-      ? {
-          maxBuffered: connection.maxBufferedEvents,
-          onOverflow: (seq: number) => connection.slowConsumer(seq),
-        }
-      : {}),
+      ? { maxBuffered: connection.maxBufferedEvents, observer: new ConnectedFollower(connection, ctx, check) }
+      : { observer: new Follower(ctx, check) }),
   });
-  for await (const event of stream) {
-    connection?.assertValid();
-    check(ctx.principal!, event.payload);
-    connection?.delivered(event.seq);
-    yield event;
-  }
 }
 
 const sessionCheck = (principal: Principal, payload: { sessionId: string; accountId: string }) =>
@@ -162,7 +187,7 @@ builder.subscriptionField('telemetry', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.sandboxId, 'Sandbox', 'sandboxId');
       const after = parseAfter(args.after);
-      const sandbox = await ctx.services.db.sandbox.findUnique({ where: { id } });
+      const sandbox = await ctx.services.telemetry.sandboxOwner(id);
       if (!sandbox) throw badUserInput('No sandbox with that id.', ['sandboxId']);
       canReadSandbox(ctx.principal, sandbox);
       return follow(ctx, 'telemetry', id, after, sandboxCheck, true);

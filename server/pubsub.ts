@@ -13,6 +13,7 @@ import {
   CONTROL_TOPICS,
   type Envelope,
   type PubSub,
+  type StreamObserver,
   type StreamTopic,
   StreamInterruptedError,
   type SubscribeOptions,
@@ -55,24 +56,77 @@ export interface PubSubOptions {
   maxReplay?: number;
 }
 
-const streamKey = (topic: string, key: string) => `${topic}\u0000${key}`;
+/**
+ * The streams of this process by topic, then key. A key with one subscriber (the common case) holds
+ * the stream itself; a second one turns the entry into an array.
+ */
+class Registry {
+  private readonly topics = new Map<string, Map<string, EventStream | EventStream[]>>();
+  count = 0;
+
+  add(stream: EventStream): void {
+    let keys = this.topics.get(stream.topic);
+    if (!keys) {
+      keys = new Map();
+      this.topics.set(stream.topic, keys);
+    }
+    const entry = keys.get(stream.key);
+    if (entry === undefined) keys.set(stream.key, stream);
+    else if (Array.isArray(entry)) entry.push(stream);
+    else keys.set(stream.key, [entry, stream]);
+    this.count++;
+  }
+
+  /** Called once by a stream when it ends. */
+  remove(stream: EventStream): void {
+    const keys = this.topics.get(stream.topic);
+    const entry = keys?.get(stream.key);
+    if (!keys || entry === undefined) return;
+    if (entry === stream) keys.delete(stream.key);
+    else if (Array.isArray(entry)) {
+      const i = entry.indexOf(stream);
+      if (i < 0) return;
+      entry.splice(i, 1);
+      if (entry.length === 1) keys.set(stream.key, entry[0]!);
+    } else return;
+    if (keys.size === 0) this.topics.delete(stream.topic);
+    this.count--;
+  }
+
+  dispatch(envelope: Envelope): void {
+    const entry = this.topics.get(envelope.topic)?.get(envelope.key);
+    if (entry === undefined) return;
+    if (!Array.isArray(entry)) entry.push(envelope);
+    // A stream that ends while being pushed to leaves the array: iterate over a copy.
+    else for (const stream of [...entry]) stream.push(envelope);
+  }
+
+  all(): EventStream[] {
+    const out: EventStream[] = [];
+    for (const keys of this.topics.values())
+      for (const entry of keys.values()) {
+        if (Array.isArray(entry)) out.push(...entry);
+        else out.push(entry);
+      }
+    return out;
+  }
+}
 
 export function createPubSub(options: PubSubOptions): PubSub {
   const { broker, log } = options;
   const logger = options.logger.child({ module: 'pubsub' });
   const maxReplay = options.maxReplay ?? 10_000;
-  const streams = new Map<string, Set<EventStream>>();
+  const registry = new Registry();
   const control = new EventEmitter();
   control.setMaxListeners(0);
-  let count = 0;
+  const shared: StreamShared = { log, maxReplay, registry, logger };
 
   const dispatch = (envelope: Envelope) => {
     if (CONTROL_TOPICS.has(envelope.topic)) {
       control.emit(envelope.topic, envelope.payload);
       return;
     }
-    const set = streams.get(streamKey(envelope.topic, envelope.key));
-    if (set) for (const stream of set) stream.push(envelope);
+    registry.dispatch(envelope);
   };
   const received = new EventEmitter();
   received.setMaxListeners(0);
@@ -84,15 +138,14 @@ export function createPubSub(options: PubSubOptions): PubSub {
   });
   const offHealth = broker.onHealth((healthy) => {
     if (healthy) return;
-    for (const set of streams.values())
-      for (const stream of set)
-        stream.fail(
-          new StreamInterruptedError(
-            'PUBSUB_UNAVAILABLE',
-            'Event delivery is interrupted (pub/sub unavailable). Resubscribe with `after` set to the last seq you received.',
-            stream.lastSeq,
-          ),
-        );
+    for (const stream of registry.all())
+      stream.fail(
+        new StreamInterruptedError(
+          'PUBSUB_UNAVAILABLE',
+          'Event delivery is interrupted (pub/sub unavailable). Resubscribe with `after` set to the last seq you received.',
+          stream.lastSeq,
+        ),
+      );
   });
 
   const pubsub: PubSub = {
@@ -126,33 +179,18 @@ export function createPubSub(options: PubSubOptions): PubSub {
       }
     },
     subscribe(topic, key, subscribeOptions = {}) {
+      const stream = new EventStream(topic, key, subscribeOptions, shared);
+      registry.add(stream);
       if (!broker.healthy()) {
-        throw new StreamInterruptedError(
-          'PUBSUB_UNAVAILABLE',
-          'Event delivery is unavailable (pub/sub down). Retry with `after` shortly.',
-          subscribeOptions.after ?? null,
+        // Told on the first read, like any interruption of the stream.
+        stream.fail(
+          new StreamInterruptedError(
+            'PUBSUB_UNAVAILABLE',
+            'Event delivery is unavailable (pub/sub down). Retry with `after` shortly.',
+            subscribeOptions.after ?? null,
+          ),
         );
-      }
-      const id = streamKey(topic, key);
-      const stream = new EventStream(
-        topic,
-        key,
-        log,
-        subscribeOptions,
-        maxReplay,
-        () => {
-          const set = streams.get(id);
-          set?.delete(stream);
-          if (set?.size === 0) streams.delete(id);
-          count--;
-        },
-        logger,
-      );
-      const set = streams.get(id) ?? new Set<EventStream>();
-      streams.set(id, set);
-      set.add(stream);
-      count++;
-      stream.start();
+      } else stream.start();
       return stream as unknown as AsyncIterableIterator<Envelope<typeof topic>>;
     },
     onControl(topic, listener) {
@@ -162,7 +200,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
     currentSeq: (topic, key) => log.currentSeq(topic, key),
     healthy: () => broker.healthy(),
     onHealth: (listener) => broker.onHealth(listener),
-    subscriptionCount: () => count,
+    subscriptionCount: () => registry.count,
     onReceived(listener) {
       received.on('received', listener);
       return () => received.off('received', listener);
@@ -170,7 +208,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
     async close() {
       offMessage();
       offHealth();
-      for (const set of streams.values()) for (const stream of set) stream.end();
+      for (const stream of registry.all()) stream.end();
       control.removeAllListeners();
       received.removeAllListeners();
       await broker.close();
@@ -184,53 +222,76 @@ interface Queued {
   live: boolean;
 }
 
+/** What every stream of one pub/sub shares (one object, not one closure per stream). */
+interface StreamShared {
+  log: EventLog;
+  maxReplay: number;
+  registry: Registry;
+  logger: Logger;
+}
+
 /**
  * One subscription's ordered stream: replay from the log, then live events from the broker.
  * Events arriving during replay or gap filling wait in `pending`; anything at or below `lastSeq`
  * is a duplicate and dropped; a jump in seq is filled from the log before the jumping event.
+ *
+ * An idle stream is small: its buffers are allocated on first use, the abort signal calls the
+ * stream itself (handleEvent), and it leaves the registry through the shared object.
  */
 class EventStream implements AsyncIterableIterator<Envelope> {
   lastSeq: number | null;
-  private queue: Queued[] = [];
-  private pending: Envelope[] = [];
+  private queue: Queued[] | null = null;
+  private pending: Envelope[] | null = null;
   private busy = true;
   private done = false;
   private error: Error | null = null;
   private waiter: ((result: IteratorResult<Envelope>) => void) | null = null;
   private rejecter: ((error: Error) => void) | null = null;
   private readonly maxBuffered: number;
-  private readonly abort = () => this.end();
+  private readonly coalesce: boolean;
+  private readonly onOverflow: ((lastSeq: number) => void) | undefined;
+  private readonly observer: StreamObserver | undefined;
+  private readonly signal: AbortSignal | undefined;
 
   constructor(
     readonly topic: StreamTopic,
     readonly key: string,
-    private readonly log: EventLog,
-    private readonly options: SubscribeOptions,
-    private readonly maxReplay: number,
-    private readonly detach: () => void,
-    private readonly logger: Logger,
+    options: SubscribeOptions,
+    private readonly shared: StreamShared,
   ) {
     this.lastSeq = options.after ?? null;
     this.maxBuffered = options.maxBuffered ?? 1_000;
-    options.signal?.addEventListener('abort', this.abort, { once: true });
+    this.coalesce = options.coalesce === true;
+    this.onOverflow = options.onOverflow;
+    this.observer = options.observer;
+    this.signal = options.signal;
+    this.signal?.addEventListener('abort', this, { once: true });
+  }
+
+  /** The abort signal's listener. */
+  handleEvent(): void {
+    this.end();
   }
 
   start(): void {
+    const { log } = this.shared;
     if (this.lastSeq === null) {
       // A live-only stream starts after the topic's current seq. Without that baseline the first
       // event to arrive would define the start, and an earlier one still on its way through the
       // broker (another process published it) would be dropped as old: a silent gap. Events
       // delivered to this stream while the baseline was being read were published after it
       // subscribed, so they are live even when the read already counted them.
-      void this.log.currentSeq(this.topic, this.key).then(
+      void log.currentSeq(this.topic, this.key).then(
         (seq) => {
           if (this.lastSeq === null) {
-            this.lastSeq = Math.min(seq, ...this.pending.map((envelope) => envelope.seq - 1));
+            let start = seq;
+            if (this.pending) for (const envelope of this.pending) start = Math.min(start, envelope.seq - 1);
+            this.lastSeq = start;
           }
           this.drain();
         },
         (error: unknown) => {
-          this.logger.warn(
+          this.shared.logger.warn(
             { err: error, topic: this.topic, key: this.key },
             'could not read the current seq',
           );
@@ -245,8 +306,10 @@ class EventStream implements AsyncIterableIterator<Envelope> {
   push(envelope: Envelope): void {
     if (this.done) return;
     if (this.busy) {
-      if (this.pending.length >= this.maxBuffered + this.maxReplay) this.overflow();
-      else this.pending.push(envelope);
+      if (!this.pending) this.pending = [];
+      const pending = this.pending;
+      if (pending.length >= this.maxBuffered + this.shared.maxReplay) this.overflow();
+      else pending.push(envelope);
       return;
     }
     this.accept(envelope);
@@ -259,6 +322,7 @@ class EventStream implements AsyncIterableIterator<Envelope> {
       // coalesced streams: coalescing merges what a slow reader has not taken yet, it never skips
       // an event the reader was never given the chance to see in order).
       this.busy = true;
+      if (!this.pending) this.pending = [];
       this.pending.unshift(envelope);
       void this.fill(this.lastSeq, envelope.seq).then(() => this.drain());
       return;
@@ -268,25 +332,28 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   private drain(): void {
     this.busy = false;
-    while (!this.busy && !this.done && this.pending.length > 0) this.accept(this.pending.shift()!);
+    while (!this.busy && !this.done && this.pending && this.pending.length > 0)
+      this.accept(this.pending.shift()!);
+    if (!this.busy && this.pending?.length === 0) this.pending = null;
   }
 
   /** Reads (after, before) from the log into the queue. */
   private async fill(after: number, before: number | null): Promise<void> {
+    const { log, maxReplay } = this.shared;
     try {
-      let events = await this.log.range(this.topic, this.key, after, before, this.maxReplay + 1);
+      let events = await log.range(this.topic, this.key, after, before, maxReplay + 1);
       if (this.done) return;
       let first = events[0];
       let missing = first ? first.seq !== after + 1 : before !== null && before > after + 1;
       // Nothing retained after `after`: fine only if nothing was ever written after it. An event
       // appended between the two reads is not a loss: read the range once more.
-      if (!first && before === null && (await this.log.currentSeq(this.topic, this.key)) > after) {
-        events = await this.log.range(this.topic, this.key, after, before, this.maxReplay + 1);
+      if (!first && before === null && (await log.currentSeq(this.topic, this.key)) > after) {
+        events = await log.range(this.topic, this.key, after, before, maxReplay + 1);
         first = events[0];
         missing = first?.seq !== after + 1;
       }
       if (this.done) return;
-      if (missing || events.length > this.maxReplay) {
+      if (missing || events.length > maxReplay) {
         this.fail(
           new StreamInterruptedError(
             'REPLAY_UNAVAILABLE',
@@ -298,7 +365,7 @@ class EventStream implements AsyncIterableIterator<Envelope> {
       }
       for (const envelope of events) this.enqueue(envelope, false);
     } catch (error) {
-      this.logger.warn({ err: error, topic: this.topic, key: this.key }, 'replay read failed');
+      this.shared.logger.warn({ err: error, topic: this.topic, key: this.key }, 'replay read failed');
       this.fail(
         new StreamInterruptedError(
           'REPLAY_UNAVAILABLE',
@@ -314,29 +381,52 @@ class EventStream implements AsyncIterableIterator<Envelope> {
     this.lastSeq = envelope.seq;
     if (this.waiter) {
       const resolve = this.waiter;
+      const reject = this.rejecter!;
       this.waiter = null;
       this.rejecter = null;
-      resolve({ value: envelope, done: false });
+      const error = this.hand(envelope);
+      if (error) reject(error);
+      else resolve({ value: envelope, done: false });
       return;
     }
-    const tail = this.queue[this.queue.length - 1];
-    if (live && this.options.coalesce && tail?.live) {
+    if (!this.queue) this.queue = [];
+    const queue = this.queue;
+    const tail = queue[queue.length - 1];
+    if (live && this.coalesce && tail?.live) {
       tail.envelope = envelope;
       return;
     }
-    if (this.queue.length >= this.maxBuffered) {
+    if (queue.length >= this.maxBuffered) {
       this.overflow();
       return;
     }
-    this.queue.push({ envelope, live });
+    queue.push({ envelope, live });
+  }
+
+  /**
+   * Hands an event to the consumer: runs the subscriber's per-event check (the observer). A check
+   * that throws ends the stream, and its error is what the consumer's read gets.
+   */
+  private hand(envelope: Envelope): Error | null {
+    if (!this.observer) return null;
+    try {
+      this.observer.delivered(envelope);
+      return null;
+    } catch (error) {
+      this.queue = null;
+      this.error = null;
+      this.end();
+      return error as Error;
+    }
   }
 
   private overflow(): void {
     const seq = this.deliveredSeq();
-    if (this.options.onOverflow) {
+    if (this.onOverflow || this.observer?.overflow) {
       // The connection is closed; the client resumes from what it actually received.
-      this.queue = [];
-      this.options.onOverflow(seq ?? 0);
+      this.queue = null;
+      if (this.onOverflow) this.onOverflow(seq ?? 0);
+      else this.observer!.overflow!(seq ?? 0);
       this.end();
       return;
     }
@@ -351,7 +441,7 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   /** Seq of the last event handed to the consumer. */
   private deliveredSeq(): number | null {
-    const first = this.queue[0];
+    const first = this.queue?.[0];
     return first ? first.envelope.seq - 1 : this.lastSeq;
   }
 
@@ -383,14 +473,19 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   private finish(): void {
     this.done = true;
-    this.pending = [];
-    this.options.signal?.removeEventListener('abort', this.abort);
-    this.detach();
+    this.pending = null;
+    this.signal?.removeEventListener('abort', this);
+    this.shared.registry.remove(this);
   }
 
   next(): Promise<IteratorResult<Envelope>> {
-    const item = this.queue.shift();
-    if (item) return Promise.resolve({ value: item.envelope, done: false });
+    const item = this.queue?.shift();
+    if (item) {
+      if (this.queue!.length === 0) this.queue = null;
+      const error = this.hand(item.envelope);
+      if (error) return Promise.reject(error);
+      return Promise.resolve({ value: item.envelope, done: false });
+    }
     if (this.error) {
       const error = this.error;
       this.error = null;
@@ -404,7 +499,7 @@ class EventStream implements AsyncIterableIterator<Envelope> {
   }
 
   return(): Promise<IteratorResult<Envelope>> {
-    this.queue = [];
+    this.queue = null;
     this.error = null;
     this.end();
     return Promise.resolve({ value: undefined, done: true });

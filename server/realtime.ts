@@ -9,12 +9,13 @@ import {
   type ExecutionResult,
   type OperationDefinitionNode,
 } from 'graphql';
+import { contextCacheSymbol } from '@pothos/core';
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
-import type { Context } from '../schema/builder';
+import type { ConnectionHandle, Context } from '../schema/builder';
 import { withRequestId } from './faults';
 import type { Logger } from './logger';
 import type { PubSub } from '../resolvers/events/channels';
@@ -53,8 +54,6 @@ export interface RealtimeOptions {
   pruneIntervalMs?: number;
 }
 
-const seqs = new WeakMap<object, number>();
-
 interface Tracked {
   socket: WebSocket;
   principal: Principal;
@@ -85,47 +84,113 @@ function rootField(args: ExecutionArgs): string {
 }
 
 /**
- * The same stream, counted in `counts[field]` from now until it ends however it ends (exhausted,
- * failed, or returned by graphql-ws on complete or socket close).
+ * The same stream, counted in `counts[field]` from now until it ends however it ends: returned by
+ * graphql-ws (complete, socket close) here, exhausted or failed through the onComplete and onError
+ * hooks. A class with no async step of its own: an idle subscription keeps no frame for it.
  */
-function counted<T>(stream: AsyncIterable<T>, field: string, counts: Map<string, number>): AsyncGenerator<T> {
-  const iterator = stream[Symbol.asyncIterator]();
-  counts.set(field, (counts.get(field) ?? 0) + 1);
-  let open = true;
-  const done = () => {
-    if (!open) return;
-    open = false;
-    const n = (counts.get(field) ?? 1) - 1;
-    if (n > 0) counts.set(field, n);
-    else counts.delete(field);
-  };
-  const settle = async (step: Promise<IteratorResult<T>>) => {
-    try {
-      const result = await step;
-      if (result.done) done();
-      return result;
-    } catch (error) {
-      done();
-      throw error;
-    }
-  };
-  const wrapped: AsyncGenerator<T> = {
-    next: (...args) => settle(iterator.next(...args)),
-    return: (value) => {
-      done();
-      return iterator.return ? settle(iterator.return(value)) : Promise.resolve({ done: true, value });
-    },
-    throw: (error) => {
-      done();
-      return iterator.throw ? settle(iterator.throw(error)) : Promise.reject(error);
-    },
-    [Symbol.asyncIterator]: () => wrapped,
-    [Symbol.asyncDispose]: async () => {
-      await wrapped.return(undefined);
-    },
-  };
-  return wrapped;
+class Counted<T> implements AsyncGenerator<T> {
+  private open = true;
+
+  constructor(
+    private readonly iterator: AsyncIterator<T>,
+    private readonly field: string,
+    private readonly counts: Map<string, number>,
+  ) {
+    counts.set(field, (counts.get(field) ?? 0) + 1);
+  }
+
+  /** Stops counting this stream (once). */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    const n = (this.counts.get(this.field) ?? 1) - 1;
+    if (n > 0) this.counts.set(this.field, n);
+    else this.counts.delete(this.field);
+  }
+
+  next(...args: [] | [unknown]): Promise<IteratorResult<T>> {
+    return this.iterator.next(...args);
+  }
+
+  return(value?: unknown): Promise<IteratorResult<T>> {
+    this.close();
+    return this.iterator.return
+      ? this.iterator.return(value)
+      : Promise.resolve({ done: true, value: value as T });
+  }
+
+  throw(error: unknown): Promise<IteratorResult<T>> {
+    this.close();
+    return this.iterator.throw ? this.iterator.throw(error) : Promise.reject(error);
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<T> {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return(undefined);
+  }
 }
+
+/** The stream graphql-ws holds for an operation, if it is one we count. */
+function countedOf(subscriptions: Record<string, unknown>, id: string): Counted<unknown> | null {
+  const stream = subscriptions[id];
+  return stream instanceof Counted ? stream : null;
+}
+
+/**
+ * Pothos keys its per-request caches (scope-auth results, Prisma loaders) on this property when
+ * present. A subscription's context lives as long as the subscription: a fresh key after subscribing
+ * and after each event lets the caches of finished work be collected instead of held per idle
+ * subscription (what they cache is recomputed for the next event).
+ */
+function freshPothosCaches(contextValue: unknown): void {
+  (contextValue as Record<symbol, object>)[contextCacheSymbol] = {};
+}
+
+/** What every subscription handle of one server shares. */
+interface HandleShared {
+  logger: Logger;
+  maxBufferedEvents: number;
+}
+
+/**
+ * A subscription's view of its connection (Context.connection): token checks, the seq of the event
+ * being delivered (read back by onNext), the slow-consumer close. Methods live on the prototype.
+ */
+class SubscriptionHandle implements ConnectionHandle {
+  /** The seq of the event being delivered; undefined before the first. */
+  seq: number | undefined = undefined;
+
+  constructor(
+    readonly principal: Principal,
+    private readonly socket: WebSocket,
+    private readonly shared: HandleShared,
+  ) {}
+
+  get maxBufferedEvents(): number {
+    return this.shared.maxBufferedEvents;
+  }
+
+  assertValid(): void {
+    if (!expired(this.principal)) return;
+    this.socket.close(CLOSE_CODES.unauthorized, 'Token expired');
+    throw new GraphQLError('Token expired.', { extensions: { code: 'UNAUTHENTICATED' } });
+  }
+
+  delivered(seq: number): void {
+    this.seq = seq;
+  }
+
+  slowConsumer(lastSeq: number): void {
+    this.shared.logger.info({ tokenId: this.principal.tokenId, lastSeq }, 'closing slow consumer');
+    this.socket.close(CLOSE_CODES.slowConsumer, `Slow consumer: resubscribe with after: ${lastSeq}`);
+  }
+}
+
+const expired = (principal: Principal) =>
+  principal.expiresAt !== null && principal.expiresAt.getTime() <= Date.now();
 
 export function createRealtimeServer(deps: {
   wss: WebSocketServer;
@@ -144,6 +209,8 @@ export function createRealtimeServer(deps: {
   const maxBufferedEvents = opts.maxBufferedEvents ?? 1_000;
   const byToken = new Map<string, Set<Tracked>>();
   const subscriptions = new Map<string, number>();
+  const handleShared: HandleShared = { logger, maxBufferedEvents };
+  let rootValue: { execute: unknown; subscribe: unknown } = { execute: undefined, subscribe: undefined };
 
   function closeToken(tokenId: string, code: number, reason: string): void {
     const set = byToken.get(tokenId);
@@ -158,9 +225,6 @@ export function createRealtimeServer(deps: {
     set?.delete(tracked);
     if (set?.size === 0) byToken.delete(tracked.principal.tokenId);
   }
-
-  const expired = (principal: Principal) =>
-    principal.expiresAt !== null && principal.expiresAt.getTime() <= Date.now();
 
   const offLocal = services.tokens.onRevoked((tokenId) => {
     closeToken(tokenId, CLOSE_CODES.revoked, 'Token revoked');
@@ -265,33 +329,33 @@ export function createRealtimeServer(deps: {
         const errors = enveloped.validate(enveloped.schema, document);
         if (errors.length > 0) return errors;
         const contextValue = (await enveloped.contextFactory()) as object;
-        (contextValue as Context).connection = {
-          principal,
-          maxBufferedEvents,
-          assertValid() {
-            if (!expired(principal)) return;
-            socket.close(CLOSE_CODES.unauthorized, 'Token expired');
-            throw new GraphQLError('Token expired.', { extensions: { code: 'UNAUTHENTICATED' } });
-          },
-          delivered: (seq) => seqs.set(contextValue, seq),
-          slowConsumer(lastSeq) {
-            logger.info({ tokenId: principal.tokenId, lastSeq }, 'closing slow consumer');
-            socket.close(CLOSE_CODES.slowConsumer, `Slow consumer: resubscribe with after: ${lastSeq}`);
-          },
-        };
+        (contextValue as Context).connection = new SubscriptionHandle(principal, socket, handleShared);
+        freshPothosCaches(contextValue);
+        // execute and subscribe are the same functions for every operation: share one root value.
+        if (rootValue.execute !== enveloped.execute || rootValue.subscribe !== enveloped.subscribe)
+          rootValue = { execute: enveloped.execute, subscribe: enveloped.subscribe };
         const args = {
           schema: enveloped.schema,
           operationName: params.operationName,
           document,
           variableValues: params.variables,
           contextValue,
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+          rootValue,
         };
         return args as unknown as ExecutionArgs;
       },
+      // A stream that ended (exhausted, or failed: onError runs first) is no longer counted.
+      onError: (ctx, id) => {
+        countedOf(ctx.subscriptions, id)?.close();
+        return undefined;
+      },
+      onComplete: (ctx, id) => {
+        countedOf(ctx.subscriptions, id)?.close();
+      },
       // Every event carries its per-topic seq: the value to pass as `after` when resuming.
       onNext: (_ctx, _id, _payload, args, result) => {
-        const seq = seqs.get(args.contextValue as object);
+        freshPothosCaches(args.contextValue);
+        const seq = ((args.contextValue as Context).connection as SubscriptionHandle | undefined)?.seq;
         if (seq === undefined) return undefined;
         return {
           ...(result as ExecutionResult),
@@ -308,7 +372,9 @@ export function createRealtimeServer(deps: {
           (args.rootValue as { subscribe: (a: unknown) => Promise<unknown> }).subscribe(args),
         );
         if (!isAsyncIterable(result)) return result as ExecutionResult;
-        return counted(result as AsyncIterable<ExecutionResult>, rootField(args), subscriptions);
+        freshPothosCaches(args.contextValue);
+        const stream = (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+        return new Counted(stream, rootField(args), subscriptions);
       },
     },
     wss,

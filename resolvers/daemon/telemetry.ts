@@ -93,6 +93,22 @@ const INSERT_BATCH = appendManySql(
   ['id'],
 );
 
+/** Who owns each sandbox of a list (the telemetry subscription's capability check), in one statement. */
+const SANDBOX_OWNERS = `SELECT "id"::text AS "id", "sessionId"::text AS "sessionId", "accountId"::text AS "accountId"
+FROM "Sandbox" WHERE "id" = ANY($1::uuid[])`;
+
+export type SandboxOwner = {
+  id: string;
+  sessionId: string;
+  accountId: string;
+};
+
+interface OwnerRead {
+  id: string;
+  resolve: (owner: SandboxOwner | null) => void;
+  reject: (error: unknown) => void;
+}
+
 type Row = Omit<TelemetrySample, 'id'>;
 /** The telemetry event without its sampleId (known once the row is inserted). */
 type EventBody = Omit<Channels['telemetry'], 'sampleId'>;
@@ -126,6 +142,30 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
   const inFlight = new Set<Promise<void>>();
   const sinceprune = new Map<string, number>();
   const pruning = new Set<string>();
+
+  // Owner reads are batched like the inserts: when clients reconnect, thousands of telemetry
+  // subscriptions start together, and one read per statement (rather than one each) keeps them cheap.
+  let ownerReads: OwnerRead[] = [];
+  let readingOwners = false;
+  async function flushOwners(): Promise<void> {
+    if (readingOwners || ownerReads.length === 0) return;
+    readingOwners = true;
+    const batch = ownerReads.slice(0, 1_000);
+    ownerReads = ownerReads.slice(batch.length);
+    try {
+      const ids = batch.map((r) => r.id);
+      const rows = options.sql
+        ? await options.sql.query<SandboxOwner>(SANDBOX_OWNERS, [ids])
+        : await db.$queryRawUnsafe<SandboxOwner[]>(SANDBOX_OWNERS, ids);
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      for (const r of batch) r.resolve(byId.get(r.id) ?? null);
+    } catch (error) {
+      for (const r of batch) r.reject(error);
+    } finally {
+      readingOwners = false;
+      void flushOwners();
+    }
+  }
 
   async function insert(batch: Pending[]): Promise<Array<{ ord: number; seq: number; id: unknown }>> {
     const params = [
@@ -264,6 +304,14 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
     },
 
     pruneSandbox,
+
+    /** The sandbox's session and account (null: no such sandbox); `id` must be a valid UUID. */
+    sandboxOwner(id: string): Promise<SandboxOwner | null> {
+      return new Promise((resolve, reject) => {
+        ownerReads.push({ id, resolve, reject });
+        void flushOwners();
+      });
+    },
 
     /** Deletes samples older than the retention age (run by one process: the reaper's tick). */
     async pruneExpired(): Promise<number> {

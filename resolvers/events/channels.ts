@@ -79,6 +79,18 @@ export interface SubscribeOptions {
   maxBuffered?: number;
   /** Called instead of failing the stream when the buffer overflows (the server closes the socket). */
   onOverflow?: (lastSeq: number) => void;
+  /** Per-event checks as events are handed to the reader (one object per subscription, no closures). */
+  observer?: StreamObserver;
+}
+
+export interface StreamObserver {
+  /**
+   * Called as each event is handed to the reader (capability checks, seq bookkeeping). If it
+   * throws, the stream ends and that read fails with the error.
+   */
+  delivered(envelope: Envelope): void;
+  /** Like SubscribeOptions.onOverflow, when that is not given. */
+  overflow?(lastSeq: number): void;
 }
 
 export interface PubSub {
@@ -92,6 +104,7 @@ export interface PubSub {
     payload: Channels[T],
   ): Promise<Envelope<T>>;
   broadcast(envelope: Envelope): Promise<void>;
+  /** While the pub/sub is down the stream's first read fails with PUBSUB_UNAVAILABLE. */
   subscribe<T extends StreamTopic>(
     topic: T,
     key: string,

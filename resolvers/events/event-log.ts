@@ -79,6 +79,18 @@ const RANGE = `SELECT "seq", "payload" FROM "RealtimeEvent"
 WHERE "topic" = $1 AND "key" = $2 AND "seq" > $3 AND ($4::int IS NULL OR "seq" < $4::int)
 ORDER BY "seq" LIMIT $5`;
 
+/** Current seq of many (topic, key) pairs in one statement; pairs without a cursor are absent. */
+const CURRENT_MANY = `SELECT t."ord"::int AS "ord", c."seq"
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t("topic", "key", "ord")
+JOIN "RealtimeCursor" c ON c."topic" = t."topic" AND c."key" = t."key"`;
+
+interface SeqRead {
+  topic: string;
+  key: string;
+  resolve: (seq: number) => void;
+  reject: (error: unknown) => void;
+}
+
 interface Pending {
   topic: string;
   key: string;
@@ -118,6 +130,31 @@ export function createEventLog(database: Database): EventLog {
     }
   }
 
+  // Reads of the current seq batch the same way: every subscription without `after` reads its
+  // baseline when it starts, and thousands start together when clients reconnect.
+  let reads: SeqRead[] = [];
+  let reading = false;
+  async function flushReads(): Promise<void> {
+    if (reading || reads.length === 0) return;
+    reading = true;
+    const batch = reads.length <= 1_000 ? reads : reads.slice(0, 1_000);
+    reads = batch === reads ? [] : reads.slice(batch.length);
+    try {
+      const rows = await raw.query<{ ord: number; seq: number }>(CURRENT_MANY, [
+        batch.map((r) => r.topic),
+        batch.map((r) => r.key),
+      ]);
+      const seqs = new Array<number>(batch.length).fill(0);
+      for (const row of rows) seqs[Number(row.ord) - 1] = Number(row.seq);
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(seqs[i]!);
+    } catch (error) {
+      for (const r of batch) r.reject(error);
+    } finally {
+      reading = false;
+      void flushReads();
+    }
+  }
+
   return {
     async append(topic, key, payload, tx) {
       const params = [topic, key, JSON.stringify(payload)];
@@ -149,12 +186,11 @@ export function createEventLog(database: Database): EventLog {
         payload: (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as never,
       }));
     },
-    async currentSeq(topic, key) {
-      const rows = await raw.query<{ seq: number }>(
-        'SELECT "seq" FROM "RealtimeCursor" WHERE "topic" = $1 AND "key" = $2',
-        [topic, key],
-      );
-      return rows[0] ? Number(rows[0].seq) : 0;
+    currentSeq(topic, key) {
+      return new Promise<number>((resolve, reject) => {
+        reads.push({ topic, key, resolve, reject });
+        void flushReads();
+      });
     },
     async prune(retentionMs) {
       const rows = await raw.query<{ n: number }>(
