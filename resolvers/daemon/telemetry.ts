@@ -16,6 +16,7 @@ import { appendManySql } from '../events/event-log';
 import { ValidationError, forbidden } from '../errors';
 import type { ReportTelemetryInput as TelemetryInput } from '../../contract/daemon-api';
 import type { Events } from '../events/events';
+import { createKeyedBatcher } from '../batch';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
 
@@ -103,12 +104,6 @@ export type SandboxOwner = {
   accountId: string;
 };
 
-interface OwnerRead {
-  id: string;
-  resolve: (owner: SandboxOwner | null) => void;
-  reject: (error: unknown) => void;
-}
-
 type Row = Omit<TelemetrySample, 'id'>;
 /** The telemetry event without its sampleId (known once the row is inserted). */
 type EventBody = Omit<Channels['telemetry'], 'sampleId'>;
@@ -145,27 +140,16 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
 
   // Owner reads are batched like the inserts: when clients reconnect, thousands of telemetry
   // subscriptions start together, and one read per statement (rather than one each) keeps them cheap.
-  let ownerReads: OwnerRead[] = [];
-  let readingOwners = false;
-  async function flushOwners(): Promise<void> {
-    if (readingOwners || ownerReads.length === 0) return;
-    readingOwners = true;
-    const batch = ownerReads.slice(0, 1_000);
-    ownerReads = ownerReads.slice(batch.length);
-    try {
-      const ids = batch.map((r) => r.id);
+  const readOwner = createKeyedBatcher<string, SandboxOwner | null>(
+    async (_all, ids) => {
       const rows = options.sql
         ? await options.sql.query<SandboxOwner>(SANDBOX_OWNERS, [ids])
         : await db.$queryRawUnsafe<SandboxOwner[]>(SANDBOX_OWNERS, ids);
       const byId = new Map(rows.map((row) => [row.id, row]));
-      for (const r of batch) r.resolve(byId.get(r.id) ?? null);
-    } catch (error) {
-      for (const r of batch) r.reject(error);
-    } finally {
-      readingOwners = false;
-      void flushOwners();
-    }
-  }
+      return ids.map((id) => ({ ok: true, value: byId.get(id) ?? null }));
+    },
+    { maxBatch: 1_000 },
+  );
 
   async function insert(batch: Pending[]): Promise<Array<{ ord: number; seq: number; id: unknown }>> {
     const params = [
@@ -307,10 +291,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
 
     /** The sandbox's session and account (null: no such sandbox); `id` must be a valid UUID. */
     sandboxOwner(id: string): Promise<SandboxOwner | null> {
-      return new Promise((resolve, reject) => {
-        ownerReads.push({ id, resolve, reject });
-        void flushOwners();
-      });
+      return readOwner('', id);
     },
 
     /** Deletes samples older than the retention age (run by one process: the reaper's tick). */

@@ -2,6 +2,7 @@
 // keeps recent events for replay. Counter and event row are written in one statement (or in the
 // caller's transaction), so seq k is committed before seq k + 1 can be assigned: a reader that
 // sees k + 1 can always read k.
+import { createKeyedBatcher } from '../batch';
 import type { Database, SqlClient } from '../platform';
 import type { Channels, Envelope, StreamTopic } from './channels';
 
@@ -84,13 +85,6 @@ const CURRENT_MANY = `SELECT t."ord"::int AS "ord", c."seq"
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t("topic", "key", "ord")
 JOIN "RealtimeCursor" c ON c."topic" = t."topic" AND c."key" = t."key"`;
 
-interface SeqRead {
-  topic: string;
-  key: string;
-  resolve: (seq: number) => void;
-  reject: (error: unknown) => void;
-}
-
 interface Pending {
   topic: string;
   key: string;
@@ -132,28 +126,18 @@ export function createEventLog(database: Database): EventLog {
 
   // Reads of the current seq batch the same way: every subscription without `after` reads its
   // baseline when it starts, and thousands start together when clients reconnect.
-  let reads: SeqRead[] = [];
-  let reading = false;
-  async function flushReads(): Promise<void> {
-    if (reading || reads.length === 0) return;
-    reading = true;
-    const batch = reads.length <= 1_000 ? reads : reads.slice(0, 1_000);
-    reads = batch === reads ? [] : reads.slice(batch.length);
-    try {
+  const readCurrent = createKeyedBatcher<{ topic: string; key: string }, number>(
+    async (_all, batch) => {
       const rows = await raw.query<{ ord: number; seq: number }>(CURRENT_MANY, [
         batch.map((r) => r.topic),
         batch.map((r) => r.key),
       ]);
       const seqs = new Array<number>(batch.length).fill(0);
       for (const row of rows) seqs[Number(row.ord) - 1] = Number(row.seq);
-      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(seqs[i]!);
-    } catch (error) {
-      for (const r of batch) r.reject(error);
-    } finally {
-      reading = false;
-      void flushReads();
-    }
-  }
+      return seqs.map((value) => ({ ok: true, value }));
+    },
+    { maxBatch: 1_000 },
+  );
 
   return {
     async append(topic, key, payload, tx) {
@@ -187,10 +171,7 @@ export function createEventLog(database: Database): EventLog {
       }));
     },
     currentSeq(topic, key) {
-      return new Promise<number>((resolve, reject) => {
-        reads.push({ topic, key, resolve, reject });
-        void flushReads();
-      });
+      return readCurrent('', { topic, key });
     },
     async prune(retentionMs) {
       const rows = await raw.query<{ n: number }>(
