@@ -35,7 +35,9 @@ export function useIntrospectionGate(mode: 'all' | 'authenticated'): Plugin<Cont
 export function useWebSocketOnlySubscriptions(): Plugin {
   return {
     onParams({ params }) {
-      if (typeof params.query !== 'string') return;
+      // A subscription operation starts with the keyword, which no escape can spell: a text
+      // without it is none, and is not parsed twice (yoga parses, and caches, what it executes).
+      if (typeof params.query !== 'string' || !params.query.includes('subscription')) return;
       let operation: string | undefined;
       try {
         operation = getOperationAST(
