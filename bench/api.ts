@@ -6,15 +6,14 @@
 //     returning the same rows (goal ≤ 1.5×);
 //  3. createSession p50/p99 (limit check included) under 20 concurrent callers vs one caller.
 // The load generator runs in its own process (bench/support/load.ts); the servers run here.
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createSchema, createYoga } from 'graphql-yoga';
-import type { SandboxProvider } from '../resolvers/providers/types';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
 import { type BenchResult, percentile, round, runLoad, runIfMain } from './support/harness';
+import { SESSIONS_PAGE, instantProvider, seedSessionsPage } from './support/sessions-page';
 
 const THROUGHPUT_MS = 6_000;
 const THROUGHPUT_ROUNDS = 6;
@@ -23,39 +22,6 @@ const PAGE_ROWS = 120;
 const PAGE_ITERATIONS = 60;
 const CREATES = 100;
 const CREATE_CONCURRENCY = 20;
-
-const SESSIONS_PAGE = `query Page($first: Int) {
-  sessions(first: $first) {
-    edges { cursor node {
-      id sessionId status branchName baseRef createdAt
-      project { id name defaultBranch }
-      template { id slug cpu memoryGiB diskGiB }
-      sandbox { id status provider cpu memoryGiB diskGiB }
-      lease { generation expiresAt releasedAt }
-    } }
-    pageInfo { hasNextPage endCursor }
-  }
-}`;
-
-/**
- * Boots instantly: createSession's own work (auth, validation, ref resolution, the locked limit
- * check, the insert, the branch cut) is what is measured, not background provisioning.
- */
-function instantProvider(): SandboxProvider {
-  return {
-    name: 'LOCAL',
-    create: async (r) => ({
-      providerSandboxId: `instant-${r.sandboxId}`,
-      state: 'STARTED',
-      serviceUrl: null,
-    }),
-    start: async (id) => ({ providerSandboxId: id, state: 'STARTED', serviceUrl: null }),
-    stop: async (id) => ({ providerSandboxId: id, state: 'STOPPED', serviceUrl: null }),
-    destroy: async () => {},
-    keepAlive: async () => {},
-    status: async () => 'STARTED',
-  };
-}
 
 async function startBareYoga(): Promise<{ url: string; close(): Promise<void> }> {
   const yoga = createYoga({
@@ -161,50 +127,7 @@ export async function run(): Promise<BenchResult[]> {
     });
 
     // 2. Seed a page worth of sessions, each with template, sandbox and lease.
-    const account = await db.user.findFirstOrThrow({ where: { email: 'admin@localhost' } });
-    const project = await db.project.create({
-      data: { accountId: account.accountId, name: 'bench', repositoryUrl: repo.url },
-    });
-    const template = await db.template.create({
-      data: { projectId: project.id, slug: 'default', name: 'Default', isDefault: true },
-    });
-    const now = Date.now();
-    const seeded = Array.from({ length: PAGE_ROWS }, (_, i) => ({
-      sessionId: randomUUID(),
-      sandboxId: randomUUID(),
-      createdAt: new Date(now - i * 1_000),
-    }));
-    await db.session.createMany({
-      data: seeded.map((s) => ({
-        id: s.sessionId,
-        accountId: account.accountId,
-        projectId: project.id,
-        templateId: template.id,
-        status: 'RUNNING' as const,
-        branchName: s.sessionId,
-        baseRef: 'main',
-        createdAt: s.createdAt,
-      })),
-    });
-    await db.sandbox.createMany({
-      data: seeded.map((s) => ({
-        id: s.sandboxId,
-        sessionId: s.sessionId,
-        accountId: account.accountId,
-        provider: 'LOCAL' as const,
-        status: 'STARTED' as const,
-        cpu: 2,
-        memoryGiB: 4,
-        diskGiB: 20,
-      })),
-    });
-    await db.executionLease.createMany({
-      data: seeded.map((s) => ({
-        sessionId: s.sessionId,
-        sandboxId: s.sandboxId,
-        expiresAt: new Date(now + 180_000),
-      })),
-    });
+    const { accountId, projectId } = await seedSessionsPage(t, repo.url, PAGE_ROWS);
 
     const stats = t.app.services.database.stats;
     // The fewest of three runs: a background write (lastUsedAt, at most once a minute) can only add.
@@ -234,7 +157,7 @@ export async function run(): Promise<BenchResult[]> {
     // Latency: the GraphQL page over HTTP vs the hand-written Prisma calls for the same rows.
     const handWritten = () =>
       db.session.findMany({
-        where: { accountId: account.accountId },
+        where: { accountId },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: 101,
         include: { project: true, template: true, sandbox: true, lease: true },
@@ -269,11 +192,11 @@ export async function run(): Promise<BenchResult[]> {
     });
 
     // 3. createSession under concurrency; the limit check runs on every call.
-    await db.account.update({ where: { id: account.accountId }, data: { concurrentSessionLimit: 100_000 } });
+    await db.account.update({ where: { id: accountId }, data: { concurrentSessionLimit: 100_000 } });
     const createBody = JSON.stringify({
       query:
         'mutation($i: CreateSessionInput!) { createSession(input: $i) { __typename ... on Error { code message } } }',
-      variables: { i: { projectId: project.id } },
+      variables: { i: { projectId } },
     });
     const serial = await runLoad({
       url: t.graphqlUrl,

@@ -21,6 +21,7 @@ import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
 import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
 import { createBootstrapAdmin } from './bootstrap-admin';
+import { useCompiledExecution } from './compiled-execution';
 import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
@@ -246,6 +247,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
       metrics.plugin(),
+      useCompiledExecution(logger, schema),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });

@@ -33,25 +33,19 @@ export function useIntrospectionGate(mode: 'all' | 'authenticated'): Plugin<Cont
  * bypass all three, so HTTP requests carrying a subscription are refused before execution.
  */
 export function useWebSocketOnlySubscriptions(): Plugin {
-  // The operation type of each recent (document, operationName): clients send the same few
-  // documents over and over, and parsing one again per request is most of this guard's cost.
-  const operations = new Map<string, string | undefined>();
   return {
     onParams({ params }) {
-      if (typeof params.query !== 'string') return;
-      const key = `${params.operationName ?? ''}\u0000${params.query}`;
-      let operation = operations.get(key);
-      if (operation === undefined && !operations.has(key)) {
-        try {
-          operation = getOperationAST(
-            parse(params.query, { maxTokens: 4_000 }),
-            params.operationName,
-          )?.operation;
-        } catch {
-          return; // yoga reports the syntax error itself
-        }
-        if (operations.size >= 1_000) operations.delete(operations.keys().next().value as string);
-        operations.set(key, operation);
+      // A subscription operation starts with the keyword, which no escape can spell: a text
+      // without it is none, and is not parsed twice (yoga parses, and caches, what it executes).
+      if (typeof params.query !== 'string' || !params.query.includes('subscription')) return;
+      let operation: string | undefined;
+      try {
+        operation = getOperationAST(
+          parse(params.query, { maxTokens: 4_000 }),
+          params.operationName,
+        )?.operation;
+      } catch {
+        return; // yoga reports the syntax error itself
       }
       if (operation === 'subscription') {
         throw createGraphQLError(
