@@ -5,13 +5,13 @@ import { useGraphQlJit } from '@envelop/graphql-jit';
 import {
   type DocumentNode,
   type ExecutionArgs,
+  type ExecutionResult,
   type GraphQLFieldResolver,
   type GraphQLResolveInfo,
   type GraphQLSchema,
   Kind,
   type OperationDefinitionNode,
   type ResponsePath,
-  getVariableValues,
   isObjectType,
 } from 'graphql';
 import { type Plugin, createLRUCache } from 'graphql-yoga';
@@ -37,18 +37,24 @@ function operationToCompile(document: DocumentNode): OperationDefinitionNode | n
   return operation;
 }
 
+/** Whether a request runs compiled: a query or a mutation alone in its document. */
+export function compilable(args: Pick<ExecutionArgs, 'document'>): boolean {
+  return operationToCompile(args.document) !== null;
+}
+
 /**
- * Whether a request runs compiled. Its variables must also coerce: graphql-jit reports a bad
- * variable in its own words (without the scalar's or enum's reason) and not as a request error
- * (HTTP 400), so a request whose variables graphql-js refuses runs on graphql-js, which answers it
- * as it always has.
+ * graphql-jit answers a request whose variables do not coerce with errors and no `data`, before
+ * any resolver runs. It words them in its own way (without the scalar's or enum's reason) and not
+ * as a request error (HTTP 400), so such a request is answered again by graphql-js, as it always
+ * has been. Checking variables up front instead would coerce every request's variables twice.
  */
-export function compilable(args: ExecutionArgs): boolean {
-  const operation = operationToCompile(args.document);
-  if (!operation) return false;
-  const definitions = operation.variableDefinitions;
-  if (!definitions || definitions.length === 0) return true;
-  return !getVariableValues(args.schema, definitions, args.variableValues ?? {}, { maxErrors: 1 }).errors;
+function refusedVariables(result: unknown): boolean {
+  return (
+    typeof result === 'object' &&
+    result !== null &&
+    !('data' in result) &&
+    Array.isArray((result as ExecutionResult).errors)
+  );
 }
 
 /**
@@ -119,14 +125,29 @@ function shareResolvePaths(schema: GraphQLSchema): void {
 export function useCompiledExecution(logger: Logger, schema: GraphQLSchema): Plugin {
   const log = logger.child({ module: 'graphql-jit' });
   shareResolvePaths(schema);
-  return useGraphQlJit(
+  const jit = useGraphQlJit(
     { resolverInfoEnricher: () => ({ [COMPILED_INFO]: true }) },
     {
-      enableIf: compilable,
       cache: createLRUCache({ max: COMPILED_DOCUMENTS }),
       // A document that does not compile answers with the compiler's errors (validation passed, so
       // this is a compiler limitation): logged, as it would otherwise go unnoticed.
       onError: (result) => log.error({ errors: result.errors }, 'query did not compile'),
     },
-  ) as Plugin;
+  );
+  return {
+    onExecute(payload) {
+      if (!compilable(payload.args)) return;
+      const graphqlJs = payload.executeFn;
+      return jit.onExecute?.({
+        ...payload,
+        setExecuteFn: (compiled) =>
+          payload.setExecuteFn((args) => {
+            const answer = (result: Awaited<ReturnType<typeof compiled>>) =>
+              refusedVariables(result) ? graphqlJs(args) : result;
+            const result = compiled(args);
+            return result instanceof Promise ? result.then(answer) : answer(result);
+          }),
+      });
+    },
+  } as Plugin;
 }
