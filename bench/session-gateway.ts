@@ -4,9 +4,9 @@
 // called directly; agent events per second through reportAgentEvents → sessionEvents (graphql-ws)
 // against the event log + pub/sub alone.
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { WebSocketServer } from 'ws';
+import { freePort } from '../contract/ports';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { SessionEventsDocument } from '../test/generated/graphql';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
@@ -51,7 +51,8 @@ async function streamed(
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model: 'stub-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
   });
-  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  if (res.status !== 200)
+    throw new Error(`HTTP ${res.status} from ${url}: ${(await res.text()).slice(0, 300)}`);
   let first = 0;
   for await (const _chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     if (first === 0) first = performance.now() - started;
@@ -75,8 +76,8 @@ async function httpSamples(url: string, headers: Record<string, string>, count: 
   await pool(count, CONCURRENCY, async () => {
     const started = performance.now();
     const res = await fetch(url, { headers });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${url}: ${body.slice(0, 300)}`);
     samples.push(performance.now() - started);
   });
   return samples;
@@ -113,12 +114,19 @@ function deltaEvent(i: number): string {
 }
 
 export async function run(): Promise<BenchResult[]> {
-  const e: E2e = await startE2e({ gateway: true, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
+  // The app stands in for one the image starts beside the daemon: a process here, so the sandbox
+  // runs unisolated on the host's loopback and the daemon is told the app's port (it otherwise
+  // serves only ports its sandbox's own processes hold), as in test/e2e/session-access.test.ts.
+  const appPort = await freePort();
+  const e: E2e = await startE2e({
+    gateway: true,
+    daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
+    env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
+  });
   const app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
   const wss = new WebSocketServer({ server: app });
   wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data)));
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  const appPort = (app.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
   try {
     const s: LiveSession = await startSession(e.t, await createProject(e.t, e.repo.url));
     const pat = { authorization: `Bearer ${e.t.adminToken}` };
