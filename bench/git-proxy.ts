@@ -2,7 +2,7 @@
 // forwarding) against the same operations on the mirror directly over file:// (pack protocol, no
 // HTTP, no upstream), in the same run, for a repository of 1,000 files. Median of a few rounds.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -56,6 +56,7 @@ export async function run(): Promise<BenchResult[]> {
   for (let i = 0; i < FILES; i++) files[join('src', `file-${i}.txt`)] = `file ${i}\n${'x'.repeat(200)}\n`;
   const repo = createTestRepo(files);
   const t = await startTestApp();
+  const work = mkdtempSync(join(tmpdir(), 'sc-bench-git-'));
   try {
     const projectId = await createProject(t, repo.url);
     const session = await startSession(t, projectId);
@@ -68,7 +69,6 @@ export async function run(): Promise<BenchResult[]> {
     const mirrorDir = await t.app.services.git.syncMirror({ url: project.repositoryUrl });
     const proxyUrl = `${t.url}/v1/git/${project.id}.git`;
     const auth = ['-c', `http.extraHeader=Authorization: Bearer ${session.token}`];
-    const work = mkdtempSync(join(tmpdir(), 'sc-bench-git-'));
     // The direct pushes go to a copy, so the mirror keeps matching the upstream.
     const directTarget = join(work, 'direct-target.git');
     await git(work, 'clone', '-q', '--bare', `file://${mirrorDir}`, directTarget);
@@ -116,5 +116,6 @@ export async function run(): Promise<BenchResult[]> {
     ];
   } finally {
     await t.stop();
+    rmSync(work, { recursive: true, force: true });
   }
 }

@@ -73,7 +73,7 @@ function sample(sentAt: number) {
 }
 
 async function oursServer(keys: number): Promise<Publisher> {
-  const { mkdtempSync } = await import('node:fs');
+  const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { createTestDatabase } = await import('../test/support/database');
@@ -83,13 +83,14 @@ async function oursServer(keys: number): Promise<Publisher> {
   const { SCOPES } = await import('../resolvers/auth/principal');
   const database = await createTestDatabase('sc_bench');
   const redis = await startRedisProcess();
+  const dataDir = mkdtempSync(join(tmpdir(), 'sc-bench-'));
   const app = await buildApp({
     env: parseEnv({
       NODE_ENV: 'test',
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'silent',
-      SINGULACOMP_DATA_DIR: mkdtempSync(join(tmpdir(), 'sc-bench-')),
+      SINGULACOMP_DATA_DIR: dataDir,
       SINGULACOMP_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
       DATABASE_URL: database.url,
       REDIS_URL: redis.url,
@@ -162,6 +163,7 @@ async function oursServer(keys: number): Promise<Publisher> {
       await app.stop();
       await redis.stop();
       await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
