@@ -237,6 +237,7 @@ export async function run(): Promise<BenchResult[]> {
     await bare.close();
     await floor.close();
     await t.stop();
+    repo.remove();
   }
 }
 

@@ -162,5 +162,6 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
     await database.drop();
+    repo.remove();
   }
 }

@@ -117,5 +117,6 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     await t.stop();
     rmSync(work, { recursive: true, force: true });
+    repo.remove();
   }
 }

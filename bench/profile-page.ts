@@ -89,6 +89,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await t.stop();
+    repo.remove();
   }
 }
 

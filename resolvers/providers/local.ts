@@ -95,6 +95,15 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * The directory of a LOCAL sandbox's Unix sockets (named by its sandbox directory). The sockets live
+ * in a short directory of their own: a socket path is limited to 107 bytes, which a data dir deep in
+ * the filesystem would exceed under the sandbox directory. Removed when the sandbox is destroyed.
+ */
+export function localRunDir(sandboxDir: string): string {
+  return join('/tmp', `sc-run-${createHash('sha256').update(sandboxDir).digest('hex').slice(0, 20)}`);
+}
+
 export function createLocalProvider(options: LocalProviderOptions): SandboxProvider & {
   processOf(providerSandboxId: string): ChildProcess | undefined;
   /** Reopens the host side of every running isolated sandbox (after this server restarted); returns failures. */
@@ -105,10 +114,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   const isolation = options.isolation;
   const dirOf = (id: string) => join(options.rootDir, id.replace(/[^a-zA-Z0-9-]/g, ''));
   const pidFile = (id: string) => join(dirOf(id), 'entry.pid');
-  // The sandbox's Unix sockets live in a short directory of their own: a socket path is limited to
-  // 107 bytes, which a data dir deep in the filesystem would exceed under the sandbox directory.
-  const runDirOf = (id: string) =>
-    join('/tmp', `sc-run-${createHash('sha256').update(dirOf(id)).digest('hex').slice(0, 20)}`);
+  const runDirOf = (id: string) => localRunDir(dirOf(id));
   const hostEnv = options.hostEnv ?? process.env;
 
   async function pidOf(id: string): Promise<number | null> {

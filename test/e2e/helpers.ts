@@ -147,6 +147,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
         }
       }
       await stub.close();
+      repo.remove();
       for (const key of Object.keys(daemonEnv)) delete process.env[key];
     },
   };

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { freePort } from '../../contract/ports';
+import { localRunDir } from '../../resolvers/providers/local';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testRunEnv } from './test-run';
@@ -242,6 +243,9 @@ export function killLocalSandboxes(dataDir: string): number {
       // already gone
     }
   }
+  // Nothing destroys these sandboxes: their socket directories, outside the data dir, go too.
+  for (const entry of readdirSync(root))
+    rmSync(localRunDir(join(root, entry)), { recursive: true, force: true });
   return killed;
 }
 
