@@ -1,10 +1,10 @@
-// Forwards an authorized HTTP request or WebSocket upgrade to a sandbox daemon (http-proxy, the
-// same library the daemon uses): the caller's credentials are removed, the daemon's user-context
-// header and target port are set through the one server→daemon client. Used by the agent proxy
-// and the preview/share proxy.
+// Forwards an authorized HTTP request or WebSocket upgrade to a sandbox daemon (http-proxy-3, the
+// maintained rewrite of http-proxy): the caller's credentials are removed, the daemon's
+// user-context header and target port are set through the one server→daemon client. Used by the
+// agent proxy and the preview/share proxy.
 import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import httpProxy from 'http-proxy';
+import { createProxyServer } from 'http-proxy-3';
 import { type DaemonClient, TARGET_PORT_HEADER } from '../resolvers/daemon/daemon-client';
 import type { ProxyGrant } from '../resolvers/gateway/access';
 import type { Logger } from './logger';
@@ -68,7 +68,7 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
   // Keep-alive to the daemons: without an agent http-proxy sends `Connection: close`, which the
   // daemon would pass on to OpenCode, and every request would pay a fresh connect.
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
-  const proxy = httpProxy.createProxyServer({ ws: true, proxyTimeout: 0, xfwd: true, agent });
+  const proxy = createProxyServer({ ws: true, proxyTimeout: 0, xfwd: true, agent });
   proxy.on('error', (error, _req, resOrSocket) => {
     log.debug({ err: error.message }, 'daemon unreachable');
     if (resOrSocket && 'writeHead' in resOrSocket) {
