@@ -249,7 +249,6 @@ class EventStream implements AsyncIterableIterator<Envelope> {
   private rejecter: ((error: Error) => void) | null = null;
   private readonly maxBuffered: number;
   private readonly coalesce: boolean;
-  private readonly onOverflow: ((lastSeq: number) => void) | undefined;
   private readonly observer: StreamObserver | undefined;
   private readonly signal: AbortSignal | undefined;
 
@@ -262,7 +261,6 @@ class EventStream implements AsyncIterableIterator<Envelope> {
     this.lastSeq = options.after ?? null;
     this.maxBuffered = options.maxBuffered ?? 1_000;
     this.coalesce = options.coalesce === true;
-    this.onOverflow = options.onOverflow;
     this.observer = options.observer;
     this.signal = options.signal;
     this.signal?.addEventListener('abort', this, { once: true });
@@ -422,11 +420,10 @@ class EventStream implements AsyncIterableIterator<Envelope> {
 
   private overflow(): void {
     const seq = this.deliveredSeq();
-    if (this.onOverflow || this.observer?.overflow) {
+    if (this.observer?.overflow) {
       // The connection is closed; the client resumes from what it actually received.
       this.queue = null;
-      if (this.onOverflow) this.onOverflow(seq ?? 0);
-      else this.observer!.overflow!(seq ?? 0);
+      this.observer.overflow(seq ?? 0);
       this.end();
       return;
     }

@@ -138,13 +138,16 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
   const sinceprune = new Map<string, number>();
   const pruning = new Set<string>();
 
+  /** Raw SQL without Prisma where the service has it (the cheapest path), Prisma's raw SQL otherwise. */
+  function query<T extends Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]> {
+    return options.sql ? options.sql.query<T>(text, params) : db.$queryRawUnsafe<T[]>(text, ...params);
+  }
+
   // Owner reads are batched like the inserts: when clients reconnect, thousands of telemetry
   // subscriptions start together, and one read per statement (rather than one each) keeps them cheap.
   const readOwner = createKeyedBatcher<string, SandboxOwner | null>(
     async (_all, ids) => {
-      const rows = options.sql
-        ? await options.sql.query<SandboxOwner>(SANDBOX_OWNERS, [ids])
-        : await db.$queryRawUnsafe<SandboxOwner[]>(SANDBOX_OWNERS, ids);
+      const rows = await query<SandboxOwner>(SANDBOX_OWNERS, [ids]);
       const byId = new Map(rows.map((row) => [row.id, row]));
       return ids.map((id) => ({ ok: true, value: byId.get(id) ?? null }));
     },
@@ -160,10 +163,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
       batch.map((p) => p.row.reason),
       batch.map((p) => JSON.stringify(p.event)),
     ];
-    type Result = { ord: number; seq: number; id: unknown };
-    return options.sql
-      ? options.sql.query<Result>(INSERT_BATCH, params)
-      : db.$queryRawUnsafe<Result[]>(INSERT_BATCH, ...params);
+    return query<{ ord: number; seq: number; id: unknown }>(INSERT_BATCH, params);
   }
 
   async function flush(batch: Pending[]): Promise<void> {

@@ -77,8 +77,6 @@ export interface SubscribeOptions {
   coalesce?: boolean;
   /** Undelivered events a slow consumer may accumulate before the stream fails. @default 1_000 */
   maxBuffered?: number;
-  /** Called instead of failing the stream when the buffer overflows (the server closes the socket). */
-  onOverflow?: (lastSeq: number) => void;
   /** Per-event checks as events are handed to the reader (one object per subscription, no closures). */
   observer?: StreamObserver;
 }
@@ -89,7 +87,10 @@ export interface StreamObserver {
    * throws, the stream ends and that read fails with the error.
    */
   delivered(envelope: Envelope): void;
-  /** Like SubscribeOptions.onOverflow, when that is not given. */
+  /**
+   * Called instead of failing the stream when its buffer overflows (the server closes the socket),
+   * with the seq of the last event handed to the reader; the stream then ends.
+   */
   overflow?(lastSeq: number): void;
 }
 

@@ -171,8 +171,11 @@ for (const engine of ['postgres', 'pglite'] as const) {
       let overflowAt: number | null = null;
       const status = app.services.pubsub.subscribe('sandboxUpdated', sandbox.id, {
         maxBuffered: 5,
-        onOverflow: (seq) => {
-          overflowAt = seq;
+        observer: {
+          delivered: () => {},
+          overflow: (seq) => {
+            overflowAt = seq;
+          },
         },
       });
       for (let i = 0; i < 7; i++) {
