@@ -32,7 +32,13 @@ describe('supervisor', () => {
     const environ = await readFile(`/proc/${opencode.pid}/environ`, 'utf8');
     expect(environ.split('\0')).toContain(`OPENCODE_CONFIG_DIR=${h.workspace}/.singulacomp/opencode`);
     expect(environ.split('\0')).toContain(`HOME=${h.home}`);
-    expect(await new OpencodeClient(opencode.client.baseUrl).health()).toMatchObject({ healthy: true });
+    // A health request that times out while OpenCode is busy on a loaded host is asked again.
+    const health = await waitFor(
+      () => new OpencodeClient(opencode.client.baseUrl).health(),
+      30_000,
+      'an answer from OpenCode /global/health',
+    );
+    expect(health).toMatchObject({ healthy: true });
 
     // The turn drove the state machine through BUSY back to IDLE.
     await waitFor(() => h.states().includes('IDLE'), 30_000, 'IDLE');
