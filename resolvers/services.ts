@@ -52,6 +52,8 @@ export interface ServicesConfig {
   retryAfterSeconds: number;
   leaseTtlMs: number;
   idleTimeoutMs: number;
+  /** The reaper's timeout for a sandbox whose agent has not reported ready yet. */
+  bootTimeoutMs: number;
   reaperIntervalMs: number;
   /** Admission transaction: wait for a connection at most / run at most. */
   transaction: { maxWaitMs: number; timeoutMs: number };
@@ -258,6 +260,7 @@ export function createServices(options: ServicesOptions): Services {
     db,
     logger: options.logger,
     idleTimeoutMs: options.config.idleTimeoutMs,
+    bootTimeoutMs: options.config.bootTimeoutMs,
     intervalMs: options.config.reaperIntervalMs,
     // One tick queued or running across the fleet (the queue's exclusive policy).
     enqueue: () => jobs.send(JOBS.reaper, {}, 'tick'),

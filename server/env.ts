@@ -145,6 +145,8 @@ const variables = z.object({
   /** `all`: anyone may introspect; `authenticated`: only callers with a token (default in production). */
   SINGULACOMP_INTROSPECTION: z.enum(['all', 'authenticated']).optional(),
   SINGULACOMP_IDLE_TIMEOUT_MS: ms.default(15 * 60_000),
+  /** How long a sandbox's agent may take to boot before the reaper stops it. @default the idle timeout */
+  SINGULACOMP_BOOT_TIMEOUT_MS: ms.optional(),
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
   SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
@@ -291,6 +293,7 @@ const schema = variables.transform((e) => ({
     | 'all'
     | 'authenticated',
   idleTimeoutMs: e.SINGULACOMP_IDLE_TIMEOUT_MS,
+  bootTimeoutMs: e.SINGULACOMP_BOOT_TIMEOUT_MS ?? e.SINGULACOMP_IDLE_TIMEOUT_MS,
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,

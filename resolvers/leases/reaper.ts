@@ -2,7 +2,9 @@
 // live lease (none, released or expired) and has been idle past the idle timeout, where idle means
 // since max(lastActivityAt, lease.releasedAt, lease.expiresAt while unreleased, session.startedAt).
 // Only leases and runtime/turn activity move lastActivityAt; HTTP, WebSocket, preview, telemetry
-// or health traffic never does.
+// or health traffic never does. A sandbox whose agent is still booting (no runtime report yet, or
+// STARTING) is not idle but booting: it has the boot timeout instead, so an image whose agent
+// takes minutes to start is not stopped before its first turn, whatever the idle timeout.
 //
 // Run once across the fleet: with a job queue, every process enqueues the tick as the `idle-reaper`
 // job each interval and the queue's `exclusive` policy keeps one tick queued or running across the
@@ -25,6 +27,8 @@ export const REAPER_LOCK_KEY = 0x5343_5245_4150_4552n;
 
 // A released lease stops protecting the sandbox at its release, whatever its expiresAt said.
 const UNRELEASED_EXPIRY = Prisma.raw('CASE WHEN l."releasedAt" IS NULL THEN l."expiresAt" END');
+const BOOTING = Prisma.raw(`(sb."runtimeState" IS NULL OR sb."runtimeState" = 'STARTING')`);
+const IDLE_SINCE = Prisma.sql`GREATEST(sb."lastActivityAt", l."releasedAt", ${UNRELEASED_EXPIRY}, s."startedAt")`;
 
 export interface ReaperCandidate {
   sessionId: string;
@@ -41,6 +45,8 @@ export interface ReaperOptions {
   db: Db;
   logger: Logger;
   idleTimeoutMs: number;
+  /** How long a sandbox may boot (runtime not reported, or STARTING). @default idleTimeoutMs */
+  bootTimeoutMs?: number;
   intervalMs: number;
   /** Stops a live session (services.sessions.stopInternal); null when it was no longer live. */
   stop: (sessionId: string, reason: StopReason) => Promise<unknown>;
@@ -74,12 +80,19 @@ export function createReaper(options: ReaperOptions) {
   const log = options.logger.child({ module: 'reaper' });
   const now = options.now ?? Date.now;
   const batchSize = options.batchSize ?? 100;
+  const bootTimeoutMs = options.bootTimeoutMs ?? options.idleTimeoutMs;
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<unknown> | null = null;
 
+  /** `since` lies past the timeout that applies to the sandbox `sb`: booting or idle. */
+  function pastTimeout(since: Prisma.Sql, at: Date): Prisma.Sql {
+    const idleCutoff = new Date(at.getTime() - options.idleTimeoutMs);
+    const bootCutoff = new Date(at.getTime() - bootTimeoutMs);
+    return Prisma.sql`((${BOOTING} AND ${since} <= ${bootCutoff}) OR (NOT ${BOOTING} AND ${since} <= ${idleCutoff}))`;
+  }
+
   async function findCandidates(q: Queryable = db): Promise<ReaperCandidate[]> {
     const at = new Date(now());
-    const cutoff = new Date(at.getTime() - options.idleTimeoutMs);
     const rows = await (q as Pick<Db, '$queryRaw'>).$queryRaw<
       Array<{
         sessionId: string;
@@ -92,7 +105,7 @@ export function createReaper(options: ReaperOptions) {
     >`
       SELECT s."id" AS "sessionId", sb."id" AS "sandboxId", l."generation", l."holder",
              (l."id" IS NOT NULL AND l."releasedAt" IS NULL AND l."expiresAt" <= ${at}) AS "expired",
-             GREATEST(sb."lastActivityAt", l."releasedAt", ${UNRELEASED_EXPIRY}, s."startedAt") AS "idleSince"
+             ${IDLE_SINCE} AS "idleSince"
       FROM "Session" s
       JOIN "Sandbox" sb ON sb."sessionId" = s."id"
       LEFT JOIN "ExecutionLease" l ON l."sandboxId" = sb."id"
@@ -101,7 +114,7 @@ export function createReaper(options: ReaperOptions) {
           l."holder" LIKE ${`${REAPER_HOLDER_PREFIX}%`}
           OR (
             (l."id" IS NULL OR l."releasedAt" IS NOT NULL OR l."expiresAt" <= ${at})
-            AND GREATEST(sb."lastActivityAt", l."releasedAt", ${UNRELEASED_EXPIRY}, s."startedAt") <= ${cutoff}
+            AND ${pastTimeout(IDLE_SINCE, at)}
           )
         )
       ORDER BY 6 ASC
@@ -129,7 +142,6 @@ export function createReaper(options: ReaperOptions) {
   async function fence(candidate: ReaperCandidate, q: Queryable = db): Promise<boolean> {
     if (candidate.fencedReason) return true;
     const at = new Date(now());
-    const cutoff = new Date(at.getTime() - options.idleTimeoutMs);
     const holder = `${REAPER_HOLDER_PREFIX}${candidate.reason}`;
     const query = q as Pick<Db, '$queryRaw'>;
     if (candidate.generation === null) {
@@ -139,7 +151,7 @@ export function createReaper(options: ReaperOptions) {
         SELECT gen_random_uuid(), sb."sessionId", sb."id", 1, ${holder}, ${at}, ${at}, ${at}, ${at}
         FROM "Sandbox" sb JOIN "Session" s ON s."id" = sb."sessionId"
         WHERE sb."id" = ${candidate.sandboxId}::uuid AND s."status" = 'RUNNING'
-          AND GREATEST(sb."lastActivityAt", s."startedAt") <= ${cutoff}
+          AND ${pastTimeout(Prisma.sql`GREATEST(sb."lastActivityAt", s."startedAt")`, at)}
         ON CONFLICT ("sandboxId") DO NOTHING
         RETURNING "generation"`;
       return rows.length === 1;
@@ -154,7 +166,7 @@ export function createReaper(options: ReaperOptions) {
         AND l."generation" = ${candidate.generation}::int
         AND (l."releasedAt" IS NOT NULL OR l."expiresAt" <= ${at})
         AND s."status" = 'RUNNING'
-        AND GREATEST(sb."lastActivityAt", l."releasedAt", ${UNRELEASED_EXPIRY}, s."startedAt") <= ${cutoff}
+        AND ${pastTimeout(IDLE_SINCE, at)}
       RETURNING l."generation"`;
     return rows.length === 1;
   }

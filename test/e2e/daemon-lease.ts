@@ -17,10 +17,11 @@ import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
 // Scaled down from 15 min / 180 s / 30 s / 60 s; the ratios of the real settings are kept
-// (TTL several renew intervals, idle timeout longer than a renew interval). The idle timeout also
-// has to cover booting the daemon and OpenCode on a loaded machine: before its first turn a
-// sandbox is idle.
-const IDLE_MS = 45_000;
+// (TTL several renew intervals, idle timeout longer than a renew interval). Booting the daemon and
+// OpenCode on a loaded machine can take longer than this idle timeout; while the agent boots, the
+// reaper applies the boot timeout instead (BOOT_MS).
+const IDLE_MS = 15_000;
+const BOOT_MS = 300_000;
 const TTL_MS = 5_000;
 const RENEW_MS = 1_000;
 
@@ -36,6 +37,7 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
         db,
         env: {
           SINGULACOMP_IDLE_TIMEOUT_MS: String(IDLE_MS),
+          SINGULACOMP_BOOT_TIMEOUT_MS: String(BOOT_MS),
           SINGULACOMP_LEASE_TTL_MS: String(TTL_MS),
           SINGULACOMP_REAPER_INTERVAL_MS: '250',
         },

@@ -49,12 +49,13 @@ for (const db of ['postgres', 'pglite'] as const) {
     afterAll(async () => t?.stop());
 
     /** A reaper on the server's database whose clock runs `aheadMs` in the future; records its stops. */
-    function reaperAt(aheadMs: number, options: { singleton?: boolean } = {}) {
+    function reaperAt(aheadMs: number, options: { singleton?: boolean; bootTimeoutMs?: number } = {}) {
       const stops: Array<{ sessionId: string; reason: StopReason }> = [];
       const reaper = createReaper({
         db: t.app.services.db,
         logger: t.app.services.logger,
         idleTimeoutMs: IDLE_MS,
+        bootTimeoutMs: options.bootTimeoutMs,
         intervalMs: 3_600_000,
         singleton: options.singleton,
         now: () => Date.now() + aheadMs,
@@ -361,6 +362,38 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(late.stops).toContainEqual({ sessionId: s.sessionId, reason: 'LEASE_EXPIRED' });
       const view = await t.request(AgentSessionDocument, { id: s.sessionId });
       expect(view.data?.session).toMatchObject({ status: 'STOPPED', stopReason: 'LEASE_EXPIRED' });
+    });
+
+    test('a sandbox whose agent is still booting has the boot timeout; once it reported ready, the idle timeout', async () => {
+      const BOOT_MS = 5 * IDLE_MS;
+      const report = (s: LiveSession, state: 'STARTING' | 'HEALTHY') =>
+        t.request(ReportRuntimeStateDocument, { input: { sessionId: s.sessionId, state } }, s.token);
+      const silent = await startSession(t, projectId);
+      const starting = await startSession(t, projectId);
+      const ready = await startSession(t, projectId);
+      expect((await report(starting, 'STARTING')).errors).toBeUndefined();
+      expect((await report(ready, 'STARTING')).errors).toBeUndefined();
+      expect((await report(ready, 'HEALTHY')).errors).toBeUndefined();
+
+      // Past the idle timeout: only the sandbox whose agent reported ready counts as idle.
+      const idle = reaperAt(IDLE_MS + 5_000, { bootTimeoutMs: BOOT_MS });
+      await idle.reaper.tick();
+      const mine = (stops: Array<{ sessionId: string }>) =>
+        stops.filter((stop) => [silent, starting, ready].some((s) => s.sessionId === stop.sessionId));
+      expect(mine(idle.stops)).toEqual([{ sessionId: ready.sessionId, reason: 'IDLE_REAPED' }]);
+      expect((await session(silent)).status).toBe('RUNNING');
+      expect((await session(starting)).status).toBe('RUNNING');
+
+      // Past the boot timeout: a boot that never finished (or never reported) is stopped too.
+      const booting = reaperAt(BOOT_MS + 5_000, { bootTimeoutMs: BOOT_MS });
+      await booting.reaper.tick();
+      expect(new Set(mine(booting.stops).map((stop) => stop.sessionId))).toEqual(
+        new Set([silent.sessionId, starting.sessionId]),
+      );
+      for (const s of [silent, starting, ready]) {
+        expect(await session(s)).toMatchObject({ status: 'STOPPED', stopReason: 'IDLE_REAPED' });
+        expect((await lease(s))?.holder).toBe('reaper:IDLE_REAPED');
+      }
     });
 
     const SAMPLE = {
