@@ -48,7 +48,10 @@ describe('freePort', () => {
       // The first candidate drawn is the taken port; the picker probes it, fails, and draws again.
       const span = ephemeralStart - 1 - 10_000 + 1;
       const draws = [(taken - 10_000 + 0.5) / span];
-      const random = vi.spyOn(Math, 'random').mockImplementation(() => draws.shift() ?? 0.5);
+      // Later draws are random again: a fixed one would name the same port every time, and when
+      // another process listens there the picker would run out of attempts.
+      const real = Math.random.bind(Math);
+      const random = vi.spyOn(Math, 'random').mockImplementation(() => draws.shift() ?? real());
       const port = await freePort();
       expect(random.mock.calls.length).toBeGreaterThanOrEqual(2);
       expect(port).not.toBe(taken);
