@@ -13,8 +13,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Backstops only: tests boot real servers, databases and `opencode serve`, and every step
     // waits for its own condition with its own message (support/wait.ts). On a loaded 2-core
-    // machine (load average 17–34) booting OpenCode alone took most of the former 60 s.
-    testTimeout: 180_000,
+    // machine (load average 17–34) booting OpenCode alone took most of the former 60 s, and with
+    // two suites at once a reload through the CLI took over 150 s (it boots OpenCode twice).
+    testTimeout: 480_000,
     hookTimeout: 300_000,
     pool: 'forks',
     // 2-core CI machine: real databases, git and opencode processes. Most of a file's time is spent

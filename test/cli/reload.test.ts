@@ -29,7 +29,7 @@ describe('singulacomp sessions reload', () => {
       execFile(
         '/bin/sh',
         ['-c', command],
-        { cwd: workspace, env: sandboxEnv, timeout: 180_000 },
+        { cwd: workspace, env: sandboxEnv, timeout: 400_000 },
         (error, stdout, stderr) => {
           resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
         },
@@ -74,7 +74,7 @@ describe('singulacomp sessions reload', () => {
       orderBy: { createdAt: 'desc' },
     });
     expect(reload).toMatchObject({ status: 'SUCCEEDED', noRepo: true, force: true });
-  }, 180_000);
+  }, 480_000);
 
   test('a sandbox token cannot reload another session', async () => {
     const result = await inSandbox(
@@ -100,7 +100,7 @@ describe('singulacomp sessions reload', () => {
       { HOME: e.t.dataDir, SINGULACOMP_API_URL: e.t.url, SINGULACOMP_TOKEN: e.t.adminToken },
     );
     try {
-      const code = await pane.exitCode(150_000);
+      const code = await pane.exitCode(400_000);
       expect(code, pane.text()).toBe(0);
       const screen = pane.text();
       const lines = screen.split('\n').filter((line) => line.startsWith('✔') || line.startsWith('Reload'));
@@ -118,7 +118,7 @@ describe('singulacomp sessions reload', () => {
     }
     expect(git(workspace, 'rev-parse', 'HEAD')).toBe(pushed);
     expect(readFileSync(join(workspace, 'pushed.txt'), 'utf8')).toBe('from upstream\n');
-  }, 180_000);
+  }, 480_000);
 
   test('a failed phase is shown with its reason and the command exits non-zero', async () => {
     // Valid JSON (so it compiles) that OpenCode's own schema rejects when the replacement boots.
