@@ -52,12 +52,18 @@ describe('memory guard', () => {
       10_000,
       'opencode idle',
     );
-    const messages = (await (
-      await fetch(`${opencode.baseUrl}/session/${sessionId}/message`)
-    ).json()) as Array<{
-      info: { role: string; error?: { name: string } };
-    }>;
-    expect(messages.find((m) => m.info.role === 'assistant')?.info.error?.name).toBe('MessageAbortedError');
+    // OpenCode may report the session idle a moment before it stores the message's error.
+    const aborted = await waitFor(
+      async () => {
+        const messages = (await (
+          await fetch(`${opencode.baseUrl}/session/${sessionId}/message`)
+        ).json()) as Array<{ info: { role: string; error?: { name: string } } }>;
+        return messages.find((m) => m.info.role === 'assistant' && m.info.error)?.info.error;
+      },
+      10_000,
+      "the assistant message's error",
+    );
+    expect(aborted.name).toBe('MessageAbortedError');
 
     // The lease is released and the aborted turn's idle does not overwrite the error.
     await waitFor(() => h.api.of('releaseLease').length > 0, 5_000, 'lease release');
