@@ -120,7 +120,7 @@ describe('the singulacomp CLI', () => {
     const failed = await cli(['sessions', 'create', '--project', projectId, '--base-ref', 'no-such-branch']);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain('BASE_REF_NOT_FOUND');
-  }, 480_000);
+  });
 
   test('tokens: create shows the secret once, revoke ends it', async () => {
     const created = parse<{ secret: string; token: { id: string; scopes: string[] } }>(
@@ -176,5 +176,5 @@ describe('the singulacomp CLI', () => {
       accepted.kill();
     }
     expect(await sessionStatus(session.sessionId)).toBe('STOPPED');
-  }, 480_000);
+  });
 });

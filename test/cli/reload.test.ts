@@ -74,7 +74,7 @@ describe('singulacomp sessions reload', () => {
       orderBy: { createdAt: 'desc' },
     });
     expect(reload).toMatchObject({ status: 'SUCCEEDED', noRepo: true, force: true });
-  }, 480_000);
+  });
 
   test('a sandbox token cannot reload another session', async () => {
     const result = await inSandbox(
@@ -118,7 +118,7 @@ describe('singulacomp sessions reload', () => {
     }
     expect(git(workspace, 'rev-parse', 'HEAD')).toBe(pushed);
     expect(readFileSync(join(workspace, 'pushed.txt'), 'utf8')).toBe('from upstream\n');
-  }, 480_000);
+  });
 
   test('a failed phase is shown with its reason and the command exits non-zero', async () => {
     // Valid JSON (so it compiles) that OpenCode's own schema rejects when the replacement boots.

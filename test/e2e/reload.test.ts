@@ -98,7 +98,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         reload.phases.find((p) => p.name === 'CONFIRM_CONFIG' && p.status === 'SUCCEEDED')?.message,
       ).toBeNull();
       await expectOpencodeOnItsPort();
-    }, 480_000);
+    });
 
     test('a replacement that cannot load its config fails the reload with the reason and the old runtime keeps serving', async () => {
       const before = await (await throughProxy('/config')).json();
@@ -122,6 +122,6 @@ for (const db of ['postgres', 'pglite'] as const) {
       const session = await e.t.request(AgentSessionDocument, { id: s.sessionId });
       expect(session.data?.session?.status).toBe('RUNNING');
       await expectOpencodeOnItsPort();
-    }, 480_000);
+    });
   });
 }

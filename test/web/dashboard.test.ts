@@ -204,7 +204,7 @@ describe('the dashboard in a real browser', () => {
     expect('alpha beta gamma delta epsilon'.startsWith(streamed[0]!)).toBe(true);
     expect(await page.getByTestId('turn-state').getAttribute('data-state')).toBe('IDLE');
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('Abort turn ends a running turn and its upstream call', async () => {
     const { page } = w;
@@ -231,7 +231,7 @@ describe('the dashboard in a real browser', () => {
       e.stub.setDelayMs(0);
     }
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('telemetry is drawn with uPlot and grows live', async () => {
     const { page } = w;
@@ -247,7 +247,7 @@ describe('the dashboard in a real browser', () => {
     const chart = summarisePng(await panel.locator('.chart').screenshot());
     expect(chart.colours).toBeGreaterThan(16);
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('a reload shows each phase as the server confirms it, in order', async () => {
     const { page } = w;
@@ -270,7 +270,7 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, 'session');
     await expectAccessible(page);
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('the command palette runs Reload from the keyboard', async () => {
     const { page } = w;
@@ -289,7 +289,7 @@ describe('the dashboard in a real browser', () => {
     );
     expect(await palette.isVisible()).toBe(false);
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('Sync Branch & Reload asks the agent to reconcile the branch, then reloads once its turn ends', async () => {
     const { page } = w;
@@ -414,7 +414,7 @@ describe('the dashboard in a real browser', () => {
     ]);
     expect(await upstreamMain()).toBe(mainBefore);
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('a session another client creates appears in the list without a page load', async () => {
     const { page } = w;
@@ -438,7 +438,7 @@ describe('the dashboard in a real browser', () => {
       { timeoutMs: 60_000, what: 'the stop to show in the list' },
     );
     expect(w.problems).toEqual([]);
-  }, 480_000);
+  });
 
   test('the account page lists members and usage, and a new token’s secret is shown once and works', async () => {
     const { page } = w;
