@@ -525,6 +525,13 @@ describe('reaching a session from outside', () => {
 
   test('an idle session with an open preview is still reaped: preview traffic neither leases nor counts as activity', async () => {
     const db = e.t.app.services.db;
+    // The turn of an earlier test has ended in the daemon's reports too: its lease release and its
+    // IDLE report each write lastActivityAt, and one landing after the rewind below would undo it.
+    await waitFor(async () => {
+      const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
+      const held = await db.executionLease.count({ where: { sessionId: s.sessionId, releasedAt: null } });
+      return held === 0 && (sandbox.runtimeState === 'IDLE' || sandbox.runtimeState === 'HEALTHY');
+    }, 60_000);
     // The session has been idle for an hour (past the 15-minute default idle timeout).
     const hourAgo = new Date(Date.now() - 3_600_000);
     await db.sandbox.update({ where: { id: s.sandboxId }, data: { lastActivityAt: hourAgo } });
