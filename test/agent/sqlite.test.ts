@@ -1,4 +1,4 @@
-// The daemon's SQLite access (node:sqlite in a worker thread): parameters are bound, a write is one
+// The daemon's SQLite access (node:sqlite in a child process per call): parameters are bound, a write is one
 // transaction, and a database locked by someone else does not block the daemon's event loop.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
