@@ -63,6 +63,17 @@ describe('one topic written by two processes at once', () => {
     return seqs;
   }
 
+  /**
+   * Resolves once a stream has taken its starting point: a live-only stream starts after the seq it
+   * reads from the log, so an event published before that read completes may count as earlier.
+   */
+  function started(stream: AsyncIterableIterator<Envelope>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const check = () => ((stream as unknown as { busy: boolean }).busy ? setTimeout(check, 5) : resolve());
+      check();
+    });
+  }
+
   for (const coalesce of [false, true]) {
     test(`${coalesce ? 'coalesced' : 'ordered'} subscribers on both sides get seq 1…${EVENTS} exactly once while both sides publish`, async () => {
       const key = randomUUID();
@@ -73,6 +84,7 @@ describe('one topic written by two processes at once', () => {
         a.subscribe('telemetry', key, { coalesce, after: 0 }),
         b.subscribe('telemetry', key, { coalesce, after: 0 }),
       ];
+      await Promise.all(streams.map(started));
       const reading = streams.map((s) => collect(s, EVENTS));
       // Both sides publish concurrently: a later seq dispatched locally regularly overtakes an
       // earlier one still travelling through Redis from the other side.
@@ -105,10 +117,7 @@ describe('one topic written by two processes at once', () => {
     const b = sides[1]!;
     const stream = b.subscribe('telemetry', key);
     // Let the stream take its starting point (nothing published on the topic yet).
-    await new Promise<void>((resolve) => {
-      const check = () => ((stream as unknown as { busy: boolean }).busy ? setTimeout(check, 5) : resolve());
-      check();
-    });
+    await started(stream);
     const payload = (sampleId: string) =>
       ({ sandboxId: key, sessionId: key, accountId: key, sampleId }) as never;
     // Seq 1 is written by the other process and still on its way through Redis when seq 2 is

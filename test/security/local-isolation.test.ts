@@ -1,7 +1,7 @@
 // Attack 1: from inside a real, isolated LOCAL sandbox (its entry command runs with the environment
 // a daemon gets), nothing of the server or of a neighbouring sandbox is readable or reachable,
 // while its own workspace and the API are.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { bwrapAvailable } from '../../resolvers/providers/local-isolation';
@@ -79,7 +79,11 @@ describe('an isolated LOCAL sandbox', () => {
 
   async function probe(dir: string, paths: string[], ports: number[]): Promise<ProbeResult> {
     const id = `${Date.now()}-${Math.random()}`;
-    writeFileSync(join(dir, 'workspace', 'probe-request.json'), JSON.stringify({ id, paths, ports }));
+    // Written whole and renamed into place: the probe polls for the file and would otherwise read it
+    // half written (it did once on a loaded machine, and the probe, the sandbox's entry, crashed).
+    const request = join(dir, 'workspace', 'probe-request.json');
+    writeFileSync(`${request}.tmp`, JSON.stringify({ id, paths, ports }));
+    renameSync(`${request}.tmp`, request);
     return waitFor(async () => {
       const file = join(dir, 'workspace', 'probe-result.json');
       if (!existsSync(file)) return null;
