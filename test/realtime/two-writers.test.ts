@@ -16,6 +16,7 @@ import { createPubSub } from '../../server/pubsub';
 import { createRedisBroker, whenHealthy } from '../../server/pubsub-redis';
 import { type TestDatabase, createTestDatabase } from '../support/database';
 import { TEST_REDIS_URL } from '../support/env';
+import { waitFor } from '../support/wait';
 
 const EVENTS = Number(process.env.TWO_WRITERS_EVENTS ?? 200);
 const logger = pino({ level: 'silent' });
@@ -67,10 +68,10 @@ describe('one topic written by two processes at once', () => {
    * Resolves once a stream has taken its starting point: a live-only stream starts after the seq it
    * reads from the log, so an event published before that read completes may count as earlier.
    */
-  function started(stream: AsyncIterableIterator<Envelope>): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const check = () => ((stream as unknown as { busy: boolean }).busy ? setTimeout(check, 5) : resolve());
-      check();
+  async function started(stream: AsyncIterableIterator<Envelope>): Promise<void> {
+    await waitFor(() => !(stream as unknown as { busy: boolean }).busy, {
+      intervalMs: 5,
+      what: 'the stream to take its starting point',
     });
   }
 
