@@ -182,6 +182,8 @@ describe('the runtime package', () => {
     const bundles = ['runtime/singulacomp.mjs', 'runtime/singulacomp-agent.mjs'];
     for (const bundle of bundles) {
       const text = readFileSync(join(unpacked, bundle), 'utf8');
+      // ASCII only, so V8 holds the source one byte per character (scripts/esbuild-settings.mjs).
+      expect(text.match(/[\u0080-\uffff]/g) ?? [], bundle).toEqual([]);
       const specifiers = [...text.matchAll(/^import\s[^;]*?from\s*["']([^"']+)["']/gm)].map((m) => m[1]);
       expect(specifiers.length, bundle).toBeGreaterThan(0);
       expect(
