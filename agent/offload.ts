@@ -10,7 +10,7 @@
 //                  attachments?: FilePart[] } }
 //   event(id, aggregate_id, seq, type, data JSON): 'message.part.updated.1' rows repeat the part
 //     under `$.part`, so they are rewritten too or the bytes would stay in the file.
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from './fs';
 import { join } from 'node:path';
 import type { Logger } from './logger';
 import { runSqlite, type SqlStatement, type SqliteOptions, writeSqlite } from './sqlite';

@@ -3,7 +3,7 @@
 // a temporary port while the old runtime still serves; after the swap OpenCode moves back to its
 // configured port (see moveToConfiguredPort).
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile } from './fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ApiClient, ReloadPhaseName } from './api-client';

@@ -2,7 +2,7 @@
 // OpenCode, whatever they started) listens on. The proxy forwards the target-port header only to
 // these, so a valid user-context header cannot reach the control plane, PostgreSQL, Redis or any
 // other service that shares the host's loopback with an unisolated sandbox. Linux /proc only.
-import { readFile, readdir, readlink } from 'node:fs/promises';
+import { readFile, readdir, readlink } from './fs';
 
 const LISTEN = '0A';
 

@@ -1,6 +1,6 @@
 // R-AG-4: box memory, cgroup limit, load, disk, daemon and OpenCode RSS, pushed through
 // reportTelemetry every `intervalMs` and on every OpenCode state change.
-import { readFile, statfs } from 'node:fs/promises';
+import { readFile, statfs } from './fs';
 import { join } from 'node:path';
 import type { ApiClient, TelemetryInput, TelemetryReason } from './api-client';
 import type { Logger } from './logger';
