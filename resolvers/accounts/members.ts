@@ -196,6 +196,8 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
         throw new ConflictError(`A user with email ${email} already exists.`, ['input', 'email']);
       }
       const secret = generateOpaqueToken(INV_PREFIX);
+      // One reading of the clock: the lifetime is exactly `hours`, however long the call takes.
+      const createdAt = now();
       const invitation = await db.invitation.create({
         data: {
           accountId: principal.accountId,
@@ -203,8 +205,8 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
           role: input.role ?? 'MEMBER',
           hash: hashToken(secret),
           invitedById: principal.kind === 'USER' ? principal.userId : null,
-          createdAt: new Date(now()),
-          expiresAt: new Date(now() + hours * 3_600_000),
+          createdAt: new Date(createdAt),
+          expiresAt: new Date(createdAt + hours * 3_600_000),
         },
       });
       return { invitation, secret };
