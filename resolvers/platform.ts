@@ -26,9 +26,18 @@ export interface Database {
   url: string | null;
   /** The embedded engine (pglite): the job queue runs on this very instance. */
   pglite: PGlite | null;
-  /** SQL statements sent through Prisma since start (tests and benchmarks pin N+1 behaviour with it). */
-  stats: { statements: number; log: string[] | null };
+  /**
+   * SQL statements sent through Prisma since start; while `log` is an array, each one is also logged
+   * with the request it ran for. Tests and benchmarks pin N+1 behaviour with it.
+   */
+  stats: { statements: number; log: LoggedStatement[] | null };
   close(): Promise<void>;
+}
+
+export interface LoggedStatement {
+  sql: string;
+  /** The request id (x-request-id) it ran for; null outside a request (background loops). */
+  requestId: string | null;
 }
 
 /** The raw-SQL surface of a Prisma client or of an interactive transaction (event-log appends). */

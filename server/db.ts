@@ -8,6 +8,7 @@ import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../prisma/generated/client/client';
 import type { Database, RawSql } from '../resolvers/platform';
+import { currentRequestId } from './faults';
 
 export type { Database, Db, RawSql } from '../resolvers/platform';
 
@@ -23,7 +24,7 @@ function counting<F extends object>(factory: F, stats: Database['stats']): F {
         if (prop === 'queryRaw' || prop === 'executeRaw') {
           return (query: { sql: string }, ...rest: unknown[]) => {
             stats.statements++;
-            stats.log?.push(query.sql);
+            stats.log?.push({ sql: query.sql, requestId: currentRequestId() });
             return (value as AnyFn).call(t, query, ...rest);
           };
         }
