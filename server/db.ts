@@ -52,7 +52,7 @@ export interface DatabaseOptions {
   dataDir: string;
   /** @default 20 */
   poolSize?: number;
-  /** A new connection that takes longer fails (the request answers SERVICE_UNAVAILABLE). @default 3_000 */
+  /** A new connection that takes longer fails (the request answers SERVICE_UNAVAILABLE). @default 10_000 */
   connectTimeoutMs?: number;
 }
 
