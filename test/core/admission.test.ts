@@ -14,7 +14,7 @@ import {
 } from '../generated/graphql';
 import { type TestDatabase, createTestDatabase } from '../support/database';
 import { createTestRepo } from '../support/git';
-import { type SpawnedServer, postGraphql, spawnServer } from '../support/spawn-server';
+import { type SpawnedServer, postGraphql, spawnServers } from '../support/spawn-server';
 
 describe('admission across two server processes sharing one PostgreSQL', () => {
   let database: TestDatabase;
@@ -27,10 +27,7 @@ describe('admission across two server processes sharing one PostgreSQL', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     // Both processes start against the empty database at the same time.
-    servers = await Promise.all([
-      spawnServer({ databaseUrl: database.url }),
-      spawnServer({ databaseUrl: database.url }),
-    ]);
+    servers = await spawnServers([{ databaseUrl: database.url }, { databaseUrl: database.url }]);
     sql = new pg.Client({ connectionString: database.url });
     await sql.connect();
   });

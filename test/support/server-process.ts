@@ -66,10 +66,34 @@ export interface ServerProcess {
   stop(timeoutMs?: number): Promise<number | null>;
 }
 
+/** The child could not listen: another process took the port between our pick and its bind. */
+class PortTakenError extends Error {}
+
+/**
+ * The port is picked here and bound by the child only after its migrations: another process (a
+ * second suite on this machine) can take it in between. The child then exits with EADDRINUSE and is
+ * started again on another port, in the same data directory (a bootstrap token it wrote stays).
+ */
 export async function startServerProcess(options: ServerProcessOptions = {}): Promise<ServerProcess> {
-  const port = await freePort();
   const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'sc-proc-'));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options, dataDir, ownDataDir);
+    } catch (error) {
+      if (error instanceof PortTakenError && attempt < 5) continue;
+      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+}
+
+async function startOnce(
+  options: ServerProcessOptions,
+  dataDir: string,
+  ownDataDir: boolean,
+): Promise<ServerProcess> {
+  const port = await freePort();
   const [command, args] = options.npmStart
     ? ['npm', ['start']]
     : [process.execPath, ['--import', 'tsx', join(options.cwd ?? ROOT, 'server/main.ts')]];
@@ -103,17 +127,20 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   try {
+    // Until it answers or exits: a child that exited fails the start at once.
     await waitUntil(
-      async () => {
-        if (child.exitCode !== null) throw new Error('exited');
-        return (await fetch(`${url}/healthz`)).ok;
-      },
+      async () => child.exitCode !== null || (await fetch(`${url}/healthz`)).ok,
       options.startTimeoutMs ?? 60_000,
       () => `server on port ${port} did not become healthy (exit ${child.exitCode}):\n${output}`,
     );
+    if (child.exitCode !== null) {
+      throw new Error(`server on port ${port} exited (${child.exitCode}) before it was healthy:\n${output}`);
+    }
   } catch (error) {
     if (options.npmStart && child.pid) process.kill(-child.pid, 'SIGKILL');
     else child.kill('SIGKILL');
+    await exited;
+    if (/EADDRINUSE/.test(output)) throw new PortTakenError((error as Error).message);
     throw error;
   }
   return {
