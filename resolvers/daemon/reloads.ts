@@ -132,12 +132,25 @@ export function createReloadService(options: ReloadServiceOptions) {
         throw forbidden('A sandbox token can only report reloads of its own session.');
       }
       const message = input.message ? input.message.replaceAll('\0', '').slice(0, MAX_PHASE_MESSAGE) : null;
-      // Phases are listed by time: keep them strictly ordered even when two land in one millisecond.
-      const last = await db.reloadPhase.findFirst({ where: { reloadId }, orderBy: { at: 'desc' } });
-      const at = new Date(Math.max(now(), (last?.at.getTime() ?? 0) + 1));
-      await db.reloadPhase.create({
-        data: { reloadId, name: input.phase, status: input.status, message, at },
+      // Under the reload's row lock, so reports of one reload are taken one at a time. A report
+      // already stored is not stored again: the daemon retries one whose answer it did not get,
+      // and that retry can arrive while the first attempt is still running. Phases are listed by
+      // time: keep them strictly ordered even when two land in one millisecond.
+      const stored = await db.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "Reload" WHERE "id" = ${reloadId}::uuid FOR UPDATE`;
+        const same = await tx.reloadPhase.findFirst({
+          where: { reloadId, name: input.phase, status: input.status },
+          select: { id: true },
+        });
+        if (same) return false;
+        const last = await tx.reloadPhase.findFirst({ where: { reloadId }, orderBy: { at: 'desc' } });
+        const at = new Date(Math.max(now(), (last?.at.getTime() ?? 0) + 1));
+        await tx.reloadPhase.create({
+          data: { reloadId, name: input.phase, status: input.status, message, at },
+        });
+        return true;
       });
+      if (!stored) return db.reload.findUniqueOrThrow({ where: { id: reloadId } });
       if (input.status === 'FAILED') {
         await finish(reload, principal.accountId, 'FAILED', `${input.phase}: ${message ?? 'failed'}`);
       } else if (input.phase === 'CONFIRM_CONFIG' && input.status === 'SUCCEEDED') {

@@ -604,6 +604,20 @@ for (const db of ['postgres', 'pglite'] as const) {
       );
       expect(own.data?.reportReloadPhase).toMatchObject({ reload: { status: 'FAILED' } });
       expect(await t.app.services.db.reloadPhase.count({ where: { reloadId: reloadUuid } })).toBe(1);
+      // A report the daemon sends again (it did not get the answer) is stored once, also when the
+      // attempts arrive together.
+      const again = await Promise.all(
+        [1, 2, 3].map(() =>
+          t.request(
+            ReportReloadPhaseDocument,
+            { input: { reloadId: reload!.id, phase: 'CHECK_SESSION', status: 'STARTED' } },
+            s.token,
+          ),
+        ),
+      );
+      for (const r of again)
+        expect(r.data?.reportReloadPhase).toMatchObject({ reload: { status: 'FAILED' } });
+      expect(await t.app.services.db.reloadPhase.count({ where: { reloadId: reloadUuid } })).toBe(1);
 
       const readOnly = await t.seedAccount({ scopes: ['sessions:read'] });
       const denied = await t.request(
