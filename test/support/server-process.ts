@@ -111,6 +111,10 @@ async function startOnce(
       SINGULACOMP_LOCAL_ENTRY: 'exec sleep 600',
       SINGULACOMP_SECRET_KEY: options.secretKey ?? TEST_SECRET_KEY,
       ...testRunEnv(),
+      // Admission's transaction limits (5 s by default) as backstops: on a starved machine a create
+      // waited past them and answered 503, which is right for the product but not what these tests test.
+      SINGULACOMP_TX_MAX_WAIT_MS: '60000',
+      SINGULACOMP_TX_TIMEOUT_MS: '60000',
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
       ...options.env,
