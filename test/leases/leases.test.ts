@@ -18,7 +18,7 @@ import {
 } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
-import { waitFor } from '../support/wait';
+import { streamStarted, waitFor } from '../support/wait';
 import { type LiveSession, createProject, recordingProvider, startSession } from './helpers';
 
 const IDLE_MS = 60_000;
@@ -520,6 +520,7 @@ for (const db of ['postgres', 'pglite'] as const) {
       } as never;
       const reasons = ['INTERVAL', 'STATE_CHANGE', 'MEMORY_GUARD'] as const;
       const live = t.app.services.pubsub.subscribe('telemetry', s.sandboxId);
+      await streamStarted(live);
       const returned = await Promise.all(
         Array.from({ length: 7 }, (_, i) =>
           t.app.services.telemetry.report(principal, {

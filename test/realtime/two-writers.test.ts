@@ -16,7 +16,7 @@ import { createPubSub } from '../../server/pubsub';
 import { createRedisBroker, whenHealthy } from '../../server/pubsub-redis';
 import { type TestDatabase, createTestDatabase } from '../support/database';
 import { TEST_REDIS_URL } from '../support/env';
-import { waitFor } from '../support/wait';
+import { streamStarted } from '../support/wait';
 
 const EVENTS = Number(process.env.TWO_WRITERS_EVENTS ?? 200);
 const logger = pino({ level: 'silent' });
@@ -64,17 +64,6 @@ describe('one topic written by two processes at once', () => {
     return seqs;
   }
 
-  /**
-   * Resolves once a stream has taken its starting point: a live-only stream starts after the seq it
-   * reads from the log, so an event published before that read completes may count as earlier.
-   */
-  async function started(stream: AsyncIterableIterator<Envelope>): Promise<void> {
-    await waitFor(() => !(stream as unknown as { busy: boolean }).busy, {
-      intervalMs: 5,
-      what: 'the stream to take its starting point',
-    });
-  }
-
   for (const coalesce of [false, true]) {
     test(`${coalesce ? 'coalesced' : 'ordered'} subscribers on both sides get seq 1…${EVENTS} exactly once while both sides publish`, async () => {
       const key = randomUUID();
@@ -85,7 +74,7 @@ describe('one topic written by two processes at once', () => {
         a.subscribe('telemetry', key, { coalesce, after: 0 }),
         b.subscribe('telemetry', key, { coalesce, after: 0 }),
       ];
-      await Promise.all(streams.map(started));
+      await Promise.all(streams.map(streamStarted));
       const reading = streams.map((s) => collect(s, EVENTS));
       // Both sides publish concurrently: a later seq dispatched locally regularly overtakes an
       // earlier one still travelling through Redis from the other side.
@@ -118,7 +107,7 @@ describe('one topic written by two processes at once', () => {
     const b = sides[1]!;
     const stream = b.subscribe('telemetry', key);
     // Let the stream take its starting point (nothing published on the topic yet).
-    await started(stream);
+    await streamStarted(stream);
     const payload = (sampleId: string) =>
       ({ sandboxId: key, sessionId: key, accountId: key, sampleId }) as never;
     // Seq 1 is written by the other process and still on its way through Redis when seq 2 is

@@ -63,3 +63,15 @@ function describe(value: unknown): string {
     return String(value);
   }
 }
+
+/**
+ * Resolves once a pub/sub stream has taken its starting point. A live-only stream starts after the
+ * seq it reads from the log (EventStream.start in server/pubsub.ts), so an event published before
+ * that read completes may count as earlier and is not delivered to it.
+ */
+export async function streamStarted(stream: AsyncIterator<unknown>): Promise<void> {
+  await waitFor(() => !(stream as unknown as { busy: boolean }).busy, {
+    intervalMs: 5,
+    what: 'the stream to take its starting point',
+  });
+}
