@@ -39,14 +39,8 @@ describe('two server processes under a create burst and a PostgreSQL outage', { 
   let projectId: string;
 
   beforeAll(async () => {
-    fleet = await startChaosFleet({
-      name: 'chaos',
-      limit: LIMIT,
-      // The burst pins admission's exactness. On a starved machine (two suites on two cores) an
-      // admission transaction can wait for its connection or its lock past the default 5 s, and the
-      // create then answers 503 SERVICE_UNAVAILABLE, by design; here those limits are backstops.
-      env: { SINGULACOMP_TX_MAX_WAIT_MS: '60000', SINGULACOMP_TX_TIMEOUT_MS: '60000' },
-    });
+    // Admission's transaction limits are backstops in every spawned server (test/support/server-process.ts).
+    fleet = await startChaosFleet({ name: 'chaos', limit: LIMIT });
     ({ postgres, servers, adminToken, projectId } = fleet);
   }, 600_000);
 
