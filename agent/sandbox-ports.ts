@@ -2,7 +2,7 @@
 // OpenCode, whatever they started) listens on. The proxy forwards the target-port header only to
 // these, so a valid user-context header cannot reach the control plane, PostgreSQL, Redis or any
 // other service that shares the host's loopback with an unisolated sandbox. Linux /proc only.
-import { readFile, readdir, readlink } from './fs';
+import { readSmallText, readdir, readlink } from './fs';
 
 const LISTEN = '0A';
 
@@ -10,7 +10,7 @@ const LISTEN = '0A';
 async function listeningSockets(): Promise<Map<string, number>> {
   const sockets = new Map<string, number>();
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    const text = await readFile(file, 'utf8').catch(() => '');
+    const text = await readSmallText(file).catch(() => '');
     for (const line of text.split('\n').slice(1)) {
       const fields = line.trim().split(/\s+/);
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
@@ -28,7 +28,7 @@ async function processTree(root: number): Promise<number[]> {
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+    const stat = await readSmallText(`/proc/${pid}/stat`).catch(() => null);
     // The command name may contain spaces and parentheses: fields follow the last ')'.
     const ppid = stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : Number.NaN;
     if (Number.isInteger(ppid)) parents.set(pid, ppid);

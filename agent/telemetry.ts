@@ -1,6 +1,6 @@
 // R-AG-4: box memory, cgroup limit, load, disk, daemon and OpenCode RSS, pushed through
 // reportTelemetry every `intervalMs` and on every OpenCode state change.
-import { readFile, statfs } from './fs';
+import { readSmallText, statfs } from './fs';
 import { join } from 'node:path';
 import type { ApiClient, TelemetryInput, TelemetryReason } from './api-client';
 import type { Logger } from './logger';
@@ -28,7 +28,7 @@ export interface SystemReaderOptions {
 
 async function readText(path: string): Promise<string | null> {
   try {
-    return await readFile(path, 'utf8');
+    return await readSmallText(path);
   } catch {
     return null;
   }

@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
+import { createLogger } from '../../agent/logger';
 import { createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
 import { parseObject, prettify, type Shape } from '../../agent/validate';
 import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
@@ -284,5 +285,89 @@ describe('input checks', () => {
         expect(prettify(ours.issues)).toBe(z.prettifyError(theirs.error));
       }
     }
+  });
+});
+
+describe('daemon log lines', () => {
+  function capture(level: string) {
+    const lines: string[] = [];
+    const logger = createLogger(level, { write: (text) => lines.push(text) });
+    return { logger, records: () => lines.map((text) => JSON.parse(text) as Record<string, unknown>), lines };
+  }
+
+  test("one JSON object per line in pino's shape, bindings of children included", () => {
+    const { logger, records, lines } = capture('info');
+    const before = Date.now();
+    logger.child({ module: 'lease' }).warn({ generation: 3 }, 'lease fenced');
+    logger.info('daemon stopping');
+    expect(lines.every((text) => text.endsWith('\n') && !text.slice(0, -1).includes('\n'))).toBe(true);
+    const [fenced, stopping] = records();
+    expect(fenced).toMatchObject({
+      level: 40,
+      pid: process.pid,
+      name: 'singulacomp-agent',
+      module: 'lease',
+      generation: 3,
+      msg: 'lease fenced',
+    });
+    expect(fenced!.time).toBeGreaterThanOrEqual(before);
+    expect(stopping).toMatchObject({ level: 30, msg: 'daemon stopping' });
+    expect(stopping).not.toHaveProperty('module');
+  });
+
+  test('lines below the level, and every line at silent, are not written', () => {
+    const warn = capture('warn');
+    warn.logger.debug('d');
+    warn.logger.info({ a: 1 }, 'i');
+    warn.logger.error({ b: 2 }, 'e');
+    expect(warn.records().map((r) => r.msg)).toEqual(['e']);
+    const silent = capture('silent');
+    silent.logger.fatal('f');
+    expect(silent.lines).toEqual([]);
+    expect(() => createLogger('loud')).toThrow('unknown log level "loud"');
+  });
+
+  test("tokens, authorization and user-context headers are redacted at the top and one level down, without changing the caller's objects", () => {
+    const { logger, records } = capture('info');
+    const request = {
+      headers: { authorization: 'Bearer secret-1', 'x-singulacomp-user-context': 'v1.a.b', accept: '*/*' },
+    };
+    const fields = {
+      token: 'secret-2',
+      request,
+      env: { SINGULACOMP_TOKEN: 'secret-3', HOME: '/home/agent' },
+      nested: { token: 'secret-4', keep: 'visible' },
+      deep: { a: { token: 'kept-three-levels-down' } },
+    };
+    logger.info(fields, 'call');
+    logger.child({ authorization: 'Basic secret-5' }).info('child');
+    const [call, child] = records();
+    expect(call).toMatchObject({
+      token: '[redacted]',
+      request: {
+        headers: { authorization: '[redacted]', 'x-singulacomp-user-context': '[redacted]', accept: '*/*' },
+      },
+      env: { SINGULACOMP_TOKEN: '[redacted]', HOME: '/home/agent' },
+      nested: { token: '[redacted]', keep: 'visible' },
+      deep: { a: { token: 'kept-three-levels-down' } },
+    });
+    expect(child).toMatchObject({ authorization: '[redacted]', msg: 'child' });
+    expect(JSON.stringify(records())).not.toMatch(/secret-/);
+    expect(request.headers.authorization).toBe('Bearer secret-1');
+    expect(fields.env.SINGULACOMP_TOKEN).toBe('secret-3');
+  });
+
+  test('errors are written with type, message and stack; a cyclic field keeps the line', () => {
+    const { logger, records } = capture('info');
+    logger.error({ err: new TypeError('bad input') }, 'failed');
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    logger.warn({ cyclic }, 'still logged');
+    const [failed, loop] = records();
+    expect(failed!.err).toMatchObject({ type: 'TypeError', message: 'bad input' });
+    expect(String((failed!.err as { stack: string }).stack)).toContain('TypeError: bad input');
+    expect(loop).toMatchObject({ level: 40, msg: 'still logged' });
+    expect(String(loop!.logError)).toMatch(/circular/i);
+    expect(loop).not.toHaveProperty('cyclic');
   });
 });
