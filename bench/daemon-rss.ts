@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../contract/ports';
+import { AGENT_NODE_FLAGS } from '../image/runtime-layout';
 import { startRecordingApi } from '../test/agent/harness';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../test/fixtures/opencode-project';
 import { startStubModel } from '../test/fixtures/stub-model';
@@ -84,7 +85,7 @@ export async function run(): Promise<BenchResult[]> {
   }
 
   try {
-    const bundled = await measure([join(repo, 'dist', 'singulacomp-agent.mjs')]);
+    const bundled = await measure([...AGENT_NODE_FLAGS, join(repo, 'dist', 'singulacomp-agent.mjs')]);
     const fromSource = await measure(['--import', 'tsx', join(repo, 'agent', 'main.ts')]);
     const nodeRss = await rssMiB(baseline.pid!);
     return [
@@ -93,7 +94,7 @@ export async function run(): Promise<BenchResult[]> {
         value: bundled.rssMiB,
         unit: 'MiB',
         baseline: nodeRss,
-        note: `bundled daemon, OpenCode healthy and idle; baseline = bare \`node -e\`; from source via tsx: ${fromSource.rssMiB} MiB`,
+        note: `bundled daemon run as the launchers run it (${AGENT_NODE_FLAGS.join(' ')}), OpenCode healthy and idle; baseline = bare \`node -e\`; from source via tsx: ${fromSource.rssMiB} MiB`,
       },
       {
         name: 'daemon start (spawn → service port answers)',

@@ -1,6 +1,16 @@
 // The X-SingulaComp-User-Context header (docs/agent-api.md). The server imports `signUserContext`
 // from here, so this module depends on node:crypto only.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type * as NodeCrypto from 'node:crypto';
+
+/**
+ * node:crypto, loaded on the first signature or check: loading it costs a process about 3 MiB, and
+ * an idle daemon (no request yet through its proxy) never needs it.
+ */
+let loadedCrypto: typeof NodeCrypto | undefined;
+const crypto = (): typeof NodeCrypto => {
+  loadedCrypto ??= process.getBuiltinModule('node:crypto');
+  return loadedCrypto;
+};
 
 export const USER_CONTEXT_HEADER = 'x-singulacomp-user-context';
 /** Longest lifetime (`exp - iat`) the daemon accepts. */
@@ -30,11 +40,11 @@ export type VerifyUserContextResult =
   | { ok: false; status: 401 | 403; reason: string };
 
 function keyFor(token: string): Buffer {
-  return createHash('sha256').update(`singulacomp-user-context\0${token}`).digest();
+  return crypto().createHash('sha256').update(`singulacomp-user-context\0${token}`).digest();
 }
 
 function signature(payload: string, token: string): Buffer {
-  return createHmac('sha256', keyFor(token)).update(`v1.${payload}`).digest();
+  return crypto().createHmac('sha256', keyFor(token)).update(`v1.${payload}`).digest();
 }
 
 export function signUserContext(input: SignUserContextInput, token: string): string {
@@ -68,8 +78,8 @@ function checkSigned(
   }
   const payload = parts[1];
   const given = Buffer.from(parts[2], 'base64url');
-  const expected = createHmac('sha256', key).update(`v1.${payload}`).digest();
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  const expected = crypto().createHmac('sha256', key).update(`v1.${payload}`).digest();
+  if (given.length !== expected.length || !crypto().timingSafeEqual(given, expected)) {
     return { refused: { ok: false, status: 401, reason: 'bad user context signature' } };
   }
   let claims: UserContextClaims;
@@ -130,15 +140,14 @@ const VERIFIED_CACHE_SIZE = 256;
  * remembered, and the oldest is dropped past VERIFIED_CACHE_SIZE.
  */
 export class UserContextVerifier {
-  private readonly key: Buffer;
+  /** Derived on the first check (see `crypto` above). */
+  private key: Buffer | undefined;
   private readonly verified = new Map<string, UserContextClaims>();
 
   constructor(
-    token: string,
+    private readonly token: string,
     private readonly sessionId: string,
-  ) {
-    this.key = keyFor(token);
-  }
+  ) {}
 
   verify(
     header: string | string[] | undefined,
@@ -152,6 +161,7 @@ export class UserContextVerifier {
         return result;
       }
     }
+    this.key ??= keyFor(this.token);
     const { result, claims } = verifyWithKey(header, this.key, this.sessionId, nowSeconds);
     if (claims && typeof header === 'string' && claims.exp > nowSeconds) {
       if (this.verified.size >= VERIFIED_CACHE_SIZE) {

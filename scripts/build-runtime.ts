@@ -23,6 +23,7 @@ import { build } from 'esbuild';
 import {
   AGENT_BUNDLE,
   AGENT_COMMAND,
+  AGENT_NODE_FLAGS,
   CLI_BUNDLE,
   CLI_COMMAND,
   ENTRYPOINT_COMMAND,
@@ -85,7 +86,12 @@ async function bundle(entry: string): Promise<Buffer> {
  * PATH, may be any version), from /opt/singulacomp/runtime — or from `../runtime` beside the
  * launcher, so an unpacked package runs in place; SINGULACOMP_RUNTIME_DIR overrides both.
  */
-function launcher(command: string, bundleName: string, version: string): Buffer {
+function launcher(
+  command: string,
+  bundleName: string,
+  version: string,
+  nodeFlags: readonly string[] = [],
+): Buffer {
   return Buffer.from(
     [
       '#!/bin/sh',
@@ -99,7 +105,7 @@ function launcher(command: string, bundleName: string, version: string): Buffer 
       `runtime=\${SINGULACOMP_RUNTIME_DIR:-$runtime}`,
       `node=\${SINGULACOMP_NODE:-${RUNTIME_NODE}}`,
       'if [ ! -x "$node" ]; then node=node; fi',
-      `exec "$node" "$runtime/${bundleName}" "$@"`,
+      `exec "$node" ${nodeFlags.map((flag) => `${flag} `).join('')}"$runtime/${bundleName}" "$@"`,
       '',
     ].join('\n'),
   );
@@ -120,7 +126,7 @@ async function packageFiles(version: string): Promise<PackageFile[]> {
     {
       path: `${PACKAGE_BIN_DIR}/${AGENT_COMMAND}`,
       mode: 0o755,
-      data: launcher(AGENT_COMMAND, AGENT_BUNDLE, version),
+      data: launcher(AGENT_COMMAND, AGENT_BUNDLE, version, AGENT_NODE_FLAGS),
     },
     {
       path: `${PACKAGE_BIN_DIR}/${CLI_COMMAND}`,

@@ -47,6 +47,7 @@ import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
 import { createGitProxy } from './git-proxy';
 import { handleWebhook, isWebhookPath } from './webhooks';
+import { AGENT_NODE_FLAGS } from '../image/runtime-layout';
 
 export interface AppOptions {
   env?: ServerEnv;
@@ -80,7 +81,8 @@ export interface App {
 function defaultEntryCommand(): string {
   const entrypoint = new URL('../cli/entrypoint.sh', import.meta.url).pathname;
   const agent = new URL('../dist/singulacomp-agent.mjs', import.meta.url).pathname;
-  return `exec '${entrypoint}' '${process.execPath}' '${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
+  const flags = AGENT_NODE_FLAGS.map((flag) => `'${flag}' `).join('');
+  return `exec '${entrypoint}' '${process.execPath}' ${flags}'${agent}' --workspace {workspace} --home {home} --opencode-port {opencodePort}`;
 }
 
 /**

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { print } from 'graphql';
+import { AGENT_NODE_FLAGS } from '../../image/runtime-layout';
 import { createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
@@ -209,7 +210,10 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       const generation = busy.lease!.generation;
 
       const daemon = await e.daemonPid(sandbox.providerSandboxId!);
-      expect(readFileSync(`/proc/${daemon}/cmdline`, 'utf8')).toContain('singulacomp-agent.mjs');
+      const argv = readFileSync(`/proc/${daemon}/cmdline`, 'utf8').split('\0');
+      expect(argv.slice(1, -1)).toEqual(expect.arrayContaining([...AGENT_NODE_FLAGS]));
+      expect(argv.find((arg) => arg.endsWith('singulacomp-agent.mjs'))).toBeDefined();
+      expect(argv.indexOf(AGENT_NODE_FLAGS[0])).toBeLessThan(argv.findIndex((arg) => arg.endsWith('.mjs')));
       process.kill(daemon, 'SIGKILL');
 
       const stopped = await waitFor(

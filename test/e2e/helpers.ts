@@ -116,8 +116,8 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
         () =>
           processesIn(id).find((pid) => {
             try {
-              const [program = '', script = ''] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-              return /(^|\/)node$/.test(program) && script.endsWith('singulacomp-agent.mjs');
+              const [program = '', ...args] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+              return /(^|\/)node$/.test(program) && args.some((arg) => arg.endsWith('singulacomp-agent.mjs'));
             } catch {
               return false;
             }
