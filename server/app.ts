@@ -210,6 +210,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
 
+  // One masker for both transports: yoga's (HTTP, and queries over WebSocket) and the subscriptions'.
+  const maskError = createErrorMasker({
+    logger,
+    retryAfterSeconds: env.unavailableRetryAfterSeconds,
+    onFault: (kind) => metrics.faults.inc({ kind }),
+  });
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -217,14 +223,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    maskedErrors: {
-      isDev: false,
-      maskError: createErrorMasker({
-        logger,
-        retryAfterSeconds: env.unavailableRetryAfterSeconds,
-        onFault: (kind) => metrics.faults.inc({ kind }),
-      }),
-    },
+    maskedErrors: { isDev: false, maskError },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
     maxRequestBodySize: false,
@@ -391,6 +390,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     pubsub,
     log: eventLog,
     logger,
+    maskError,
     options: options.realtime,
   });
   metrics.bind(

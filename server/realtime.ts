@@ -8,6 +8,7 @@ import {
   type ExecutionArgs,
   type ExecutionResult,
   type OperationDefinitionNode,
+  subscribe as graphqlSubscribe,
 } from 'graphql';
 import { contextCacheSymbol } from '@pothos/core';
 import { useServer } from 'graphql-ws/use/ws';
@@ -69,6 +70,9 @@ export interface RealtimeServer {
   subscriptionCounts(): Map<string, number>;
   close(): Promise<void>;
 }
+
+/** yoga's message for a masked error. */
+const UNEXPECTED = 'Unexpected error.';
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof (value as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';
@@ -199,6 +203,8 @@ export function createRealtimeServer(deps: {
   pubsub: PubSub;
   log: EventLog;
   logger: Logger;
+  /** yoga's error masker (server/faults.ts), applied here to what subscriptions deliver. */
+  maskError: (error: unknown, message: string) => Error;
   options?: RealtimeOptions;
 }): RealtimeServer {
   const { wss, yoga, services, pubsub } = deps;
@@ -210,7 +216,12 @@ export function createRealtimeServer(deps: {
   const byToken = new Map<string, Set<Tracked>>();
   const subscriptions = new Map<string, number>();
   const handleShared: HandleShared = { logger, maxBufferedEvents };
-  let rootValue: { execute: unknown; subscribe: unknown } = { execute: undefined, subscribe: undefined };
+  let rootValue: { execute: unknown } = { execute: undefined };
+  /** The result with its errors masked as yoga masks them; the same object when it has none. */
+  const masked = (result: ExecutionResult): ExecutionResult =>
+    result.errors
+      ? { ...result, errors: result.errors.map((error) => deps.maskError(error, UNEXPECTED) as GraphQLError) }
+      : result;
 
   function closeToken(tokenId: string, code: number, reason: string): void {
     const set = byToken.get(tokenId);
@@ -331,9 +342,8 @@ export function createRealtimeServer(deps: {
         const contextValue = (await enveloped.contextFactory()) as object;
         (contextValue as Context).connection = new SubscriptionHandle(principal, socket, handleShared);
         freshPothosCaches(contextValue);
-        // execute and subscribe are the same functions for every operation: share one root value.
-        if (rootValue.execute !== enveloped.execute || rootValue.subscribe !== enveloped.subscribe)
-          rootValue = { execute: enveloped.execute, subscribe: enveloped.subscribe };
+        // execute is the same function for every operation: share one root value.
+        if (rootValue.execute !== enveloped.execute) rootValue = { execute: enveloped.execute };
         const args = {
           schema: enveloped.schema,
           operationName: params.operationName,
@@ -352,30 +362,34 @@ export function createRealtimeServer(deps: {
       onComplete: (ctx, id) => {
         countedOf(ctx.subscriptions, id)?.close();
       },
-      // Every event carries its per-topic seq: the value to pass as `after` when resuming.
+      // Every event carries its per-topic seq: the value to pass as `after` when resuming. Errors are
+      // masked here for subscriptions (they bypass envelop, below); a query's were masked by yoga
+      // already, and masking is idempotent.
       onNext: (_ctx, _id, _payload, args, result) => {
         freshPothosCaches(args.contextValue);
         const seq = ((args.contextValue as Context).connection as SubscriptionHandle | undefined)?.seq;
-        if (seq === undefined) return undefined;
-        return {
-          ...(result as ExecutionResult),
-          extensions: { ...(result as ExecutionResult).extensions, seq },
-        };
+        const answer = masked(result as ExecutionResult);
+        if (seq === undefined) return answer === result ? undefined : answer;
+        return { ...answer, extensions: { ...answer.extensions, seq } };
       },
       // Each operation gets a request id, so an unexpected error it meets is logged with one.
       execute: (args) =>
         withRequestId(randomUUID(), () =>
           (args.rootValue as { execute: (a: unknown) => never }).execute(args),
         ),
-      subscribe: async (args) => {
-        const result = await withRequestId(randomUUID(), () =>
-          (args.rootValue as { subscribe: (a: unknown) => Promise<unknown> }).subscribe(args),
-        );
-        if (!isAsyncIterable(result)) return result as ExecutionResult;
-        freshPothosCaches(args.contextValue);
-        const stream = (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
-        return new Counted(stream, rootField(args), subscriptions);
-      },
+      // graphql-js's subscribe, not envelop's: envelop stacks three async-iterator wrappers on every
+      // stream (about 1.5 KB per idle subscription) for hooks of which a subscription here uses one,
+      // the error masking that onNext above applies.
+      // A subscription refused at its start is answered once by onNext and completed; its errors are
+      // masked here already, where the masker logs them with the operation's request id.
+      subscribe: (args) =>
+        withRequestId(randomUUID(), async () => {
+          const result = await graphqlSubscribe(args);
+          if (!isAsyncIterable(result)) return masked(result);
+          freshPothosCaches(args.contextValue);
+          const stream = (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+          return new Counted(stream, rootField(args), subscriptions);
+        }),
     },
     wss,
     opts.keepAliveMs ?? 12_000,

@@ -4,12 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import pino from 'pino';
 import WebSocket from 'ws';
 import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
 import type { Envelope } from '../../resolvers/events/channels';
-import { AccountSessionsDocument } from '../generated/graphql';
+import { AccountSessionsDocument, TelemetryDocument } from '../generated/graphql';
 import { type TestDatabase, createTestDatabase } from '../support/database';
 import { waitFor } from '../support/wait';
 import { openSocket, watch } from './helpers';
@@ -23,6 +24,8 @@ for (const engine of ['postgres', 'pglite'] as const) {
     let accountId: string;
     let userId: string;
     let sandbox: { id: string; sessionId: string };
+    /** The server's log lines at warn and above, parsed. */
+    const logged: Array<Record<string, unknown>> = [];
 
     async function token(expiresAt: Date | null = null): Promise<string> {
       const principal: UserPrincipal = {
@@ -55,6 +58,7 @@ for (const engine of ['postgres', 'pglite'] as const) {
           ...(database ? { DATABASE_URL: database.url } : {}),
         }),
         realtime: { connectionInitWaitTimeoutMs: 500, maxConnectionsPerToken: 2 },
+        logger: pino({ level: 'warn' }, { write: (line: string) => logged.push(JSON.parse(line)) }),
       });
       await app.start();
       wsUrl = `${app.url.replace(/^http/, 'ws')}/graphql`;
@@ -194,6 +198,81 @@ for (const engine of ['postgres', 'pglite'] as const) {
       for (let i = 0; i < 7; i++) replay.push((await resumed.next()).value.seq);
       await resumed.return?.();
       expect(replay).toEqual([2, 3, 4, 5, 6, 7, 8]);
+    });
+
+    test('an unexpected error while resolving one event reaches the client masked and logged, and the stream goes on', async () => {
+      const db = app.services.db;
+      const session = await db.session.create({
+        data: {
+          accountId,
+          projectId: (await db.session.findUniqueOrThrow({ where: { id: sandbox.sessionId } })).projectId,
+          status: 'RUNNING',
+          branchName: 'm',
+          baseRef: 'main',
+        },
+      });
+      const own = await db.sandbox.create({
+        data: {
+          sessionId: session.id,
+          accountId,
+          provider: 'LOCAL',
+          status: 'STARTED',
+          cpu: 2,
+          memoryGiB: 4,
+          diskGiB: 20,
+        },
+      });
+      // No sample in the event and no stored sample with its id: the field's database read throws
+      // Prisma's not-found error, which is no GraphQLError of ours.
+      const missingSampleId = '987654321';
+      await app.services.events.telemetry({
+        sandboxId: own.id,
+        sessionId: session.id,
+        accountId,
+        sampleId: missingSampleId,
+      });
+      const at = new Date().toISOString();
+      await app.services.events.telemetry({
+        sandboxId: own.id,
+        sessionId: session.id,
+        accountId,
+        sampleId: '1',
+        sample: {
+          at,
+          memoryUsedBytes: 123,
+          memoryLimitBytes: 456,
+          load1: 0.5,
+          diskUsedBytes: 1,
+          diskTotalBytes: 2,
+          daemonRssBytes: 3,
+          opencodeRssBytes: 4,
+          reason: 'INTERVAL',
+        },
+      });
+      const socket = openSocket(wsUrl, await token());
+      try {
+        const w = watch(socket, TelemetryDocument, { sandboxId: own.id, after: 0 });
+        const [event] = await w.waitForEvents(1);
+        expect(event).toEqual({
+          data: { telemetry: { at, memoryUsedBytes: 123, load1: 0.5, reason: 'INTERVAL' } },
+          seq: 2,
+        });
+        expect(w.errors).toHaveLength(1);
+        const error = w.errors[0]!;
+        expect(error.message).toBe('Unexpected error.');
+        expect(error.extensions).toMatchObject({ code: 'INTERNAL_SERVER_ERROR' });
+        expect(JSON.stringify(error)).not.toMatch(/prisma|record|not found|987654321/i);
+        const line = await waitFor(
+          async () =>
+            logged.find((l) => l.msg === 'unexpected error' && JSON.stringify(l.err).includes('No record')),
+          10_000,
+          'the unexpected error in the log',
+        );
+        expect(line).toMatchObject({ module: 'errors', path: ['telemetry'] });
+        expect(w.completed).toBe(false);
+      } finally {
+        await socket.dispose();
+      }
     });
 
     test('a connection that never sends connection_init is closed with 4408', async () => {
