@@ -24,6 +24,7 @@ for (const engine of ['postgres', 'pglite'] as const) {
     let accountId: string;
     let userId: string;
     let sandbox: { id: string; sessionId: string };
+    let projectId: string;
     /** The server's log lines at warn and above, parsed. */
     const logged: Array<Record<string, unknown>> = [];
 
@@ -43,6 +44,24 @@ for (const engine of ['postgres', 'pglite'] as const) {
         expiresAt,
       });
       return secret;
+    }
+
+    /** A RUNNING session of the test project with a STARTED LOCAL sandbox (rows only). */
+    async function runningSandbox(branchName: string): Promise<{ id: string; sessionId: string }> {
+      const session = await app.services.db.session.create({
+        data: { accountId, projectId, status: 'RUNNING', branchName, baseRef: 'main' },
+      });
+      return app.services.db.sandbox.create({
+        data: {
+          sessionId: session.id,
+          accountId,
+          provider: 'LOCAL',
+          status: 'STARTED',
+          cpu: 2,
+          memoryGiB: 4,
+          diskGiB: 20,
+        },
+      });
     }
 
     beforeAll(async () => {
@@ -68,23 +87,9 @@ for (const engine of ['postgres', 'pglite'] as const) {
       userId = (
         await db.user.create({ data: { accountId, email: `${accountId}@x.test`, name: 'rt', role: 'ADMIN' } })
       ).id;
-      const project = await db.project.create({
-        data: { accountId, name: 'rt', repositoryUrl: '/dev/null' },
-      });
-      const session = await db.session.create({
-        data: { accountId, projectId: project.id, status: 'RUNNING', branchName: 'b', baseRef: 'main' },
-      });
-      sandbox = await db.sandbox.create({
-        data: {
-          sessionId: session.id,
-          accountId,
-          provider: 'LOCAL',
-          status: 'STARTED',
-          cpu: 2,
-          memoryGiB: 4,
-          diskGiB: 20,
-        },
-      });
+      projectId = (await db.project.create({ data: { accountId, name: 'rt', repositoryUrl: '/dev/null' } }))
+        .id;
+      sandbox = await runningSandbox('b');
     });
 
     afterAll(async () => {
@@ -201,40 +206,20 @@ for (const engine of ['postgres', 'pglite'] as const) {
     });
 
     test('an unexpected error while resolving one event reaches the client masked and logged, and the stream goes on', async () => {
-      const db = app.services.db;
-      const session = await db.session.create({
-        data: {
-          accountId,
-          projectId: (await db.session.findUniqueOrThrow({ where: { id: sandbox.sessionId } })).projectId,
-          status: 'RUNNING',
-          branchName: 'm',
-          baseRef: 'main',
-        },
-      });
-      const own = await db.sandbox.create({
-        data: {
-          sessionId: session.id,
-          accountId,
-          provider: 'LOCAL',
-          status: 'STARTED',
-          cpu: 2,
-          memoryGiB: 4,
-          diskGiB: 20,
-        },
-      });
+      const own = await runningSandbox('m');
       // No sample in the event and no stored sample with its id: the field's database read throws
       // Prisma's not-found error, which is no GraphQLError of ours.
       const missingSampleId = '987654321';
       await app.services.events.telemetry({
         sandboxId: own.id,
-        sessionId: session.id,
+        sessionId: own.sessionId,
         accountId,
         sampleId: missingSampleId,
       });
       const at = new Date().toISOString();
       await app.services.events.telemetry({
         sandboxId: own.id,
-        sessionId: session.id,
+        sessionId: own.sessionId,
         accountId,
         sampleId: '1',
         sample: {
