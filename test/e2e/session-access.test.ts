@@ -141,7 +141,13 @@ describe('reaching a session from outside', () => {
     e = await startE2e({
       gateway: true,
       daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-      env: { SINGULACOMP_PREVIEW_DOMAIN: PREVIEW_DOMAIN, SINGULACOMP_LOCAL_ISOLATION: 'none' },
+      env: {
+        SINGULACOMP_PREVIEW_DOMAIN: PREVIEW_DOMAIN,
+        SINGULACOMP_LOCAL_ISOLATION: 'none',
+        // The reaping test ticks the reaper itself: a background tick would race it for the fleet
+        // lock (its tick then returns ran: false) or reap the session first.
+        SINGULACOMP_REAPER_INTERVAL_MS: String(3_600_000),
+      },
     });
     pat = e.t.adminToken;
     s = await startSession(e.t, await createProject(e.t, e.repo.url));
@@ -561,6 +567,7 @@ describe('reaching a session from outside', () => {
     expect(await db.executionLease.findUnique({ where: { sessionId: s.sessionId } })).toEqual(leaseBefore);
 
     const result = await e.t.app.services.reaper.tick();
+    expect(result.ran).toBe(true);
     expect(result.stopped).toContainEqual({ sessionId: s.sessionId, reason: 'IDLE_REAPED' });
     const session = await waitFor(async () => {
       const row = await db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
