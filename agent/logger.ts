@@ -94,14 +94,33 @@ function line(level: number, base: Fields, fields: Fields | undefined, msg: stri
 }
 
 export interface LoggerOptions {
-  /** Where lines go. @default process.stdout */
+  /** Where lines go. @default process.stdout, until it fails */
   write?: (line: string) => void;
+}
+
+let stdoutFailed = false;
+let watchingStdout = false;
+
+/**
+ * Lines to stdout while it works. A LOCAL daemon's stdout is a pipe to the server that started it;
+ * when that server exits the pipe breaks (EPIPE), and an unhandled stream error would end the
+ * daemon with it. As with pino, a failed stdout ends the log, not the daemon.
+ */
+function writeStdout(text: string): void {
+  if (stdoutFailed) return;
+  if (!watchingStdout) {
+    watchingStdout = true;
+    process.stdout.on('error', () => {
+      stdoutFailed = true;
+    });
+  }
+  process.stdout.write(text);
 }
 
 export function createLogger(level: string = 'info', options: LoggerOptions = {}): Logger {
   if (!Object.hasOwn(LEVELS, level)) throw new Error(`unknown log level "${level}"`);
   const threshold = LEVELS[level as LevelName];
-  const write = options.write ?? ((text: string) => process.stdout.write(text));
+  const write = options.write ?? writeStdout;
   const make = (base: Fields): Logger => {
     const method = (name: Method): LogFn => {
       const value = LEVELS[name];

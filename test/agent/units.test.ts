@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -355,6 +356,37 @@ describe('daemon log lines', () => {
     expect(JSON.stringify(records())).not.toMatch(/secret-/);
     expect(request.headers.authorization).toBe('Bearer secret-1');
     expect(fields.env.SINGULACOMP_TOKEN).toBe('secret-3');
+  });
+
+  test('a daemon whose stdout reader went away (EPIPE) keeps running and stops logging', async () => {
+    const logger = new URL('../../agent/logger.ts', import.meta.url).pathname;
+    // Logs one line, waits for the parent to close its end of the pipe, then logs again: the
+    // broken pipe's error arrives on the next tick, before the child reports that it is alive.
+    const script = [
+      `import { createLogger } from ${JSON.stringify(logger)};`,
+      "const log = createLogger('info');",
+      "log.info('first');",
+      "process.stdin.once('data', () => {",
+      "  for (let i = 0; i < 20; i++) log.warn({ i }, 'after the reader left');",
+      "  setImmediate(() => setImmediate(() => { process.stderr.write('alive'); process.exit(0); }));",
+      '});',
+    ].join('\n');
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const first = await new Promise<string>((resolve) =>
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+    );
+    expect(JSON.parse(first)).toMatchObject({ level: 30, msg: 'first' });
+    child.stdout.destroy();
+    child.stdin.write('go\n');
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('alive');
   });
 
   test('errors are written with type, message and stack; a cyclic field keeps the line', () => {
