@@ -128,8 +128,12 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
   );
 
   test('a force push that rewrites the session branch is refused and the branch keeps its commit', async () => {
-    await sandboxGit(a, 'push', 'origin', 'HEAD');
+    // The branch must hold the sandbox's HEAD first: had this push failed, the rewrite below would
+    // descend from the branch's older commit, and its push be a plain fast-forward.
+    const first = await sandboxGit(a, 'push', 'origin', 'HEAD');
+    expect(first.code, first.stderr).toBe(0);
     const upstream = repo.branches()[a.session.sessionId];
+    expect(upstream).toBe((await sandboxGit(a, 'rev-parse', 'HEAD')).stdout.trim());
     await sandboxGit(a, 'reset', '-q', '--hard', 'HEAD~1');
     await commitIn(a, 'rewrite.txt', 'rewritten\n');
     const pushed = await sandboxGit(a, 'push', '--force', 'origin', 'HEAD');
