@@ -68,7 +68,7 @@ function censor(value: unknown, path: string[], at: number): unknown {
   return next === source[key] ? value : { ...source, [key]: next };
 }
 
-export function redact(fields: Fields): Fields {
+function redact(fields: Fields): Fields {
   let out: unknown = fields;
   for (const rule of RULES) out = censor(out, rule, 0);
   return out as Fields;
