@@ -12,7 +12,7 @@ import { parseEnv } from '../../server/env';
 import type { Envelope } from '../../resolvers/events/channels';
 import { AccountSessionsDocument, TelemetryDocument } from '../generated/graphql';
 import { type TestDatabase, createTestDatabase } from '../support/database';
-import { waitFor } from '../support/wait';
+import { streamStarted, waitFor } from '../support/wait';
 import { openSocket, watch } from './helpers';
 
 for (const engine of ['postgres', 'pglite'] as const) {
@@ -187,6 +187,8 @@ for (const engine of ['postgres', 'pglite'] as const) {
           },
         },
       });
+      // A live-only stream: events published before it takes its starting point are not its own.
+      await streamStarted(status);
       for (let i = 0; i < 7; i++) {
         await app.services.events.sandbox(
           { id: sandbox.id, sessionId: sandbox.sessionId, status: 'STARTED' },
