@@ -87,3 +87,12 @@ export function forbidden(message = 'This credential is not allowed to do that.'
 export function badUserInput(message: string, field?: string[]) {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', ...(field ? { field } : {}) } });
 }
+
+/**
+ * True for a unique-key violation, whether it came from a Prisma model call (P2002) or from raw SQL
+ * through the driver adapter (PostgreSQL's 23505 in the message).
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return code === 'P2002' || /unique constraint|23505/i.test(String(message));
+}

@@ -9,7 +9,14 @@
 import type { ExecutionLease } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
-import { ConflictError, LeaseFencedError, NotFoundError, ValidationError, forbidden } from '../errors';
+import {
+  ConflictError,
+  LeaseFencedError,
+  NotFoundError,
+  ValidationError,
+  forbidden,
+  isUniqueViolation,
+} from '../errors';
 import { parseId } from '../ids';
 import type { Principal, SandboxPrincipal } from '../auth/principal';
 import type { ProviderRegistry } from '../providers/registry';
@@ -132,7 +139,7 @@ export function createLeaseService(options: LeaseServiceOptions) {
       const expiresAt = new Date(at.getTime() + options.leaseTtlMs);
       // renewable: the caller's generation, still held and unexpired. acquirable: no generation given
       // or the lease released — unless the reaper has fenced it for a stop.
-      const rows = await db.$queryRaw<LeaseRow[]>`
+      const upsert = () => db.$queryRaw<LeaseRow[]>`
         WITH lease AS (
           INSERT INTO "ExecutionLease" AS l
             ("id", "sessionId", "sandboxId", "generation", "holder", "acquiredAt", "renewedAt", "expiresAt", "releasedAt")
@@ -169,6 +176,12 @@ export function createLeaseService(options: LeaseServiceOptions) {
         )
         SELECT lease.*, touched."provider", touched."providerSandboxId"
         FROM lease JOIN touched ON touched."id" = lease."sandboxId"`;
+      // Two first inserts for one sandbox (this and the reaper's fence) can both pass ON CONFLICT's
+      // check and collide on the session key instead; run again, the row is then there to update.
+      const rows = await upsert().catch((error: unknown) => {
+        if (!isUniqueViolation(error)) throw error;
+        return upsert();
+      });
       const row = rows[0];
       if (!row) throw await refusal(sessionId, sandbox.sandboxId, generation);
       await keepAlive(row);

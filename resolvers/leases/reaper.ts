@@ -145,6 +145,8 @@ export function createReaper(options: ReaperOptions) {
     const holder = `${REAPER_HOLDER_PREFIX}${candidate.reason}`;
     const query = q as Pick<Db, '$queryRaw'>;
     if (candidate.generation === null) {
+      // No target on ON CONFLICT: the lease is unique by sandbox and by session, and a second
+      // reaper (or the daemon's first acquire) racing this insert can collide on either key.
       const rows = await query.$queryRaw<Array<{ generation: number }>>`
         INSERT INTO "ExecutionLease"
           ("id", "sessionId", "sandboxId", "generation", "holder", "acquiredAt", "renewedAt", "expiresAt", "releasedAt")
@@ -152,7 +154,7 @@ export function createReaper(options: ReaperOptions) {
         FROM "Sandbox" sb JOIN "Session" s ON s."id" = sb."sessionId"
         WHERE sb."id" = ${candidate.sandboxId}::uuid AND s."status" = 'RUNNING'
           AND ${pastTimeout(Prisma.sql`GREATEST(sb."lastActivityAt", s."startedAt")`, at)}
-        ON CONFLICT ("sandboxId") DO NOTHING
+        ON CONFLICT DO NOTHING
         RETURNING "generation"`;
       return rows.length === 1;
     }

@@ -18,6 +18,7 @@ import {
 import { createGitTreeReader } from '../../image/repo-files';
 import { computeSnapshotKey } from '../../image/snapshot';
 import type { Snapshot } from '../../prisma/generated/client/client';
+import { isUniqueViolation } from '../errors';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import type { GitService, RepoRef } from '../git/git';
@@ -88,10 +89,6 @@ export interface SkippedSnapshot {
 export class SnapshotBuildError extends Error {
   override name = 'SnapshotBuildError';
 }
-
-const isUniqueViolation = (error: unknown): boolean =>
-  (error as { code?: string }).code === 'P2002' ||
-  /unique constraint/i.test(String((error as Error).message));
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -25,7 +25,7 @@ import type { Logger } from '../platform';
 import { assertCanReadProject, assertCanWriteProject } from '../auth/authz';
 import { decrypt, encrypt } from '../auth/crypto';
 import type { Principal, UserPrincipal } from '../auth/principal';
-import { ConflictError, DomainError, NotFoundError, ValidationError } from '../errors';
+import { ConflictError, DomainError, NotFoundError, ValidationError, isUniqueViolation } from '../errors';
 import { parseId } from '../ids';
 import type { SessionLifecycle } from '../sessions/lifecycle';
 import { requireRefName, requireText } from '../validate';
@@ -343,10 +343,7 @@ export function createTriggerService(options: TriggerServiceOptions) {
           db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason: 'firing' } }),
         ]);
       } catch (error) {
-        const unique =
-          (error as { code?: string }).code === 'P2002' ||
-          /unique constraint/i.test(String((error as Error).message));
-        if (!unique) throw error;
+        if (!isUniqueViolation(error)) throw error;
         return refuse(409, 'REPLAYED', 'Replayed delivery: this signed request was already received.');
       }
       const run = await fire(trigger, claimed.id);

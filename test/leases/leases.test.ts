@@ -258,19 +258,51 @@ for (const db of ['postgres', 'pglite'] as const) {
       const locked = [...a.stops, ...b.stops].filter((x) => ours.has(x.sessionId));
       expect(locked.map((x) => x.sessionId).sort()).toEqual([...ours].sort());
 
-      // Without the lock, fencing alone decides: both read the same candidate, one stop happens.
-      const v = await startSession(t, projectId);
-      const c = reaperAt(IDLE_MS + 5_000, { singleton: false });
-      const d = reaperAt(IDLE_MS + 5_000, { singleton: false });
-      const [fromC, fromD] = await Promise.all([c.reaper.findCandidates(), d.reaper.findCandidates()]);
-      const candC = fromC.find((x) => x.sessionId === v.sessionId)!;
-      const candD = fromD.find((x) => x.sessionId === v.sessionId)!;
-      expect(candC).toBeDefined();
-      expect(candD).toBeDefined();
-      const outcomes = await Promise.all([c.reaper.reap(candC), d.reaper.reap(candD)]);
-      expect(outcomes.filter(Boolean)).toHaveLength(1);
-      expect([...c.stops, ...d.stops].filter((x) => x.sessionId === v.sessionId)).toHaveLength(1);
-      expect(await session(v)).toMatchObject({ status: 'STOPPED', stopReason: 'IDLE_REAPED' });
+      // Without the lock, fencing alone decides: each reaper reads the same candidates (sandboxes
+      // that never held a lease, so every fence is a first insert), and each session stops once.
+      const never = await Promise.all([1, 2, 3, 4].map(() => startSession(t, projectId)));
+      const unlocked = [1, 2, 3].map(() => reaperAt(IDLE_MS + 5_000, { singleton: false }));
+      const found = await Promise.all(unlocked.map((r) => r.reaper.findCandidates()));
+      const attempts = never.flatMap((v) =>
+        unlocked.map((r, i) => {
+          const candidate = found[i]!.find((x) => x.sessionId === v.sessionId);
+          expect(candidate).toMatchObject({ generation: null, reason: 'IDLE_REAPED' });
+          return r.reaper.reap(candidate!).then((won) => ({ sessionId: v.sessionId, won }));
+        }),
+      );
+      const outcomes = await Promise.all(attempts);
+      for (const v of never) {
+        expect(outcomes.filter((o) => o.sessionId === v.sessionId && o.won)).toHaveLength(1);
+        expect(unlocked.flatMap((r) => r.stops).filter((x) => x.sessionId === v.sessionId)).toHaveLength(1);
+        expect(await session(v)).toMatchObject({ status: 'STOPPED', stopReason: 'IDLE_REAPED' });
+      }
+    });
+
+    test('a daemon’s first acquire racing the reaper’s fence ends in one clear outcome', async () => {
+      const racing = await Promise.all([1, 2, 3, 4].map(() => startSession(t, projectId)));
+      const r = reaperAt(IDLE_MS + 5_000, { singleton: false });
+      const candidates = await r.reaper.findCandidates();
+      const results = await Promise.all(
+        racing.map(async (v) => {
+          const candidate = candidates.find((x) => x.sessionId === v.sessionId)!;
+          expect(candidate).toMatchObject({ generation: null });
+          const [renewed, fenced] = await Promise.all([renew(v), r.reaper.fence(candidate)]);
+          return { v, renewed, fenced };
+        }),
+      );
+      for (const { v, renewed, fenced } of results) {
+        expect(renewed.errors).toBeUndefined();
+        const stored = await lease(v);
+        if (fenced) {
+          // The reaper inserted first: the daemon is refused and the lease stays the reaper's.
+          expect(renewed.data?.renewLease).toMatchObject({ code: 'CONFLICT', field: ['input', 'sessionId'] });
+          expect(stored).toMatchObject({ generation: 1, holder: 'reaper:IDLE_REAPED' });
+        } else {
+          expect(renewed.data?.renewLease).toMatchObject({ lease: { generation: 1, releasedAt: null } });
+          expect(stored).toMatchObject({ generation: 1, releasedAt: null });
+          expect(stored?.holder).not.toMatch(/^reaper:/);
+        }
+      }
     });
 
     test('queries, subscriptions and telemetry do not extend a sandbox’s life', async () => {
