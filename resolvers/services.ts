@@ -188,6 +188,7 @@ export function createServices(options: ServicesOptions): Services {
     onProviderGone: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
     installationId: () => installation.id(),
+    git: options.git,
   });
   sessions = createSessionLifecycle({
     db,

@@ -31,6 +31,11 @@ const QUEUE_OVERRIDES: Partial<
 
 export interface ProvisionJob {
   sessionId: string;
+  /**
+   * Set by the recovery sweep: the session's branch may not have been cut yet, so the job cuts it
+   * (the creating process cuts it before it sends its own job).
+   */
+  cutBranch?: boolean;
 }
 
 export interface TeardownJob {

@@ -16,6 +16,7 @@ import {
   ValidationError,
 } from '../errors';
 import type { Events } from '../events/events';
+import { GitBranchExistsError } from '../git/errors';
 import type { GitService, RepoRef } from '../git/git';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
@@ -267,6 +268,12 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       try {
         await git.cutBranch(repo, baseCommit, session.branchName);
       } catch (error) {
+        if (error instanceof GitBranchExistsError) {
+          // Named after the session, the branch can only have been cut by its own provisioning job:
+          // the recovery sweep took the session over while this push waited, and that job goes on.
+          log.info({ sessionId }, 'branch already cut by a resumed provisioning job');
+          return session;
+        }
         const reason = `Could not create branch ${session.branchName}: ${(error as Error).message}`;
         log.warn({ sessionId, err: error }, 'branch cut failed');
         return this.fail(session.id, reason);

@@ -22,8 +22,10 @@ import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '
 import { repoRef } from './lifecycle';
 import type { SnapshotService } from '../snapshots/snapshots';
 import type { TokenService } from '../auth/tokens';
-import { JOBS, type JobQueue } from '../jobs/queue';
+import { JOBS, type JobQueue, type ProvisionJob } from '../jobs/queue';
 import { isUnavailable } from '../unavailable';
+import { GitBranchExistsError } from '../git/errors';
+import type { GitService } from '../git/git';
 
 export const DEFAULT_SPEC: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
 const LIVE_SANDBOX: SandboxState[] = ['PENDING', 'CREATING', 'STARTING', 'STARTED'];
@@ -46,6 +48,8 @@ export interface ProvisionerOptions {
   jobs?: JobQueue;
   /** This installation's id, tagged on every provider sandbox (resolvers/sessions/installation.ts). */
   installationId?: () => Promise<string>;
+  /** Cuts a session's branch for a job that must not assume it exists (see ProvisionJob.cutBranch). */
+  git?: Pick<GitService, 'cutBranch'>;
 }
 
 export type Provisioner = ReturnType<typeof createProvisioner>;
@@ -144,7 +148,12 @@ export function createProvisioner(options: ProvisionerOptions) {
     log.info({ sessionId, sandboxId: earlier.id }, 'removed the sandbox of an interrupted attempt');
   }
 
-  async function provision(sessionId: string, attempt = 1, jobId: string | null = null): Promise<void> {
+  async function provision(
+    sessionId: string,
+    attempt = 1,
+    jobId: string | null = null,
+    cutBranch = false,
+  ): Promise<void> {
     const session = await db.session.findUniqueOrThrow({
       where: { id: sessionId },
       include: { project: { include: { secrets: { where: { runtimeDelivery: true } } } }, template: true },
@@ -160,6 +169,16 @@ export function createProvisioner(options: ProvisionerOptions) {
     let providerSandboxId: string | null = null;
     let provider: SandboxProvider | null = null;
     try {
+      if (cutBranch && options.git && session.baseCommit) {
+        // The process creating the session may have stopped, or still be waiting on its push, when
+        // this job was sent for it: cut the branch from the recorded base unless it is there. The
+        // branch is named after the session, so only this session's own cut can have made it.
+        await options.git
+          .cutBranch(repoRef(session.project, options.encryptionKey), session.baseCommit, session.branchName)
+          .catch((error: unknown) => {
+            if (!(error instanceof GitBranchExistsError)) throw error;
+          });
+      }
       provider = providers.get(providerName);
       const base: HardwareSpec = session.template
         ? {
@@ -420,12 +439,8 @@ export function createProvisioner(options: ProvisionerOptions) {
       }
     },
     /** The job handler: one attempt (retryCount 0 = first). Throws to have the job retried. */
-    async runProvisionJob(job: {
-      id: string;
-      retryCount: number;
-      data: { sessionId: string };
-    }): Promise<void> {
-      const work = provision(job.data.sessionId, job.retryCount + 1, job.id);
+    async runProvisionJob(job: { id: string; retryCount: number; data: ProvisionJob }): Promise<void> {
+      const work = provision(job.data.sessionId, job.retryCount + 1, job.id, job.data.cutBranch === true);
       track(work.catch(() => undefined));
       try {
         await work;

@@ -9,7 +9,7 @@
 // Any server process may run it: each transition is a conditional update and the job queue keeps at
 // most one queued attempt per session.
 import type { Db, Logger } from '../platform';
-import { JOBS, type JobQueue } from '../jobs/queue';
+import { JOBS, type JobQueue, type ProvisionJob } from '../jobs/queue';
 import type { SessionLifecycle } from './lifecycle';
 
 export interface RecoveryOptions {
@@ -80,7 +80,10 @@ export function createRecovery(options: RecoveryOptions) {
       const sandbox = await options.db.sandbox.findUnique({ where: { sessionId: session.id } });
       // Created and booting: the daemon reports in (or the hard timeout above fails it).
       if (latest?.state === 'completed' && sandbox?.providerSandboxId) continue;
-      await options.jobs.send(JOBS.provision, { sessionId: session.id }, session.id);
+      // The creating process may still be cutting the branch (a push can wait long under load) or
+      // have stopped before it: the job cuts it if missing.
+      const job: ProvisionJob = { sessionId: session.id, cutBranch: true };
+      await options.jobs.send(JOBS.provision, job, session.id);
       // Touch the session so the next sweep gives the new job its own window.
       await options.db.session.updateMany({
         where: { id: session.id, status: 'PROVISIONING' },

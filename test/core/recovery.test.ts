@@ -1,6 +1,12 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseId } from '../../resolvers/ids';
+import { JOBS } from '../../resolvers/jobs/queue';
 import { createRecovery } from '../../resolvers/sessions/recovery';
+import { CreateProjectDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
+import { createTestRepo } from '../support/git';
+import { waitFor } from '../support/wait';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -46,4 +52,60 @@ test('a session left in PROVISIONING past the timeout is failed with a reason an
   expect(byId.get(running)?.status).toBe('RUNNING');
   // A second sweep finds nothing more to do.
   expect(await recovery.sweep()).not.toContain(stale);
+});
+
+describe('a session whose creating process stopped before cutting its branch', () => {
+  let app: TestApp;
+  const repo = createTestRepo({ 'README.md': '# resumed\n' });
+  let projectId: string;
+
+  beforeAll(async () => {
+    app = await startTestApp({
+      env: { SINGULACOMP_PROVISIONING_RESUME_MS: '500', SINGULACOMP_RECOVERY_INTERVAL_MS: '200' },
+    });
+    const created = await app.request(CreateProjectDocument, {
+      input: { name: 'resumed', repositoryUrl: repo.url },
+    });
+    if (created.data?.createProject.__typename !== 'CreateProjectSuccess')
+      throw new Error(JSON.stringify(created));
+    projectId = parseId(created.data.createProject.project.id, 'Project', ['projectId']);
+  });
+  afterAll(async () => app?.stop());
+
+  test('is resumed by the sweep, whose job cuts the branch from the recorded base, and runs', async () => {
+    const db = app.app.services.db;
+    const project = await db.project.findUniqueOrThrow({ where: { id: projectId } });
+    const base = repo.head();
+    // What admission writes before the branch cut: a PROVISIONING row with its base commit. The
+    // process stops here (or, under load, is still waiting on its push when the sweep comes).
+    const id = randomUUID();
+    await db.session.create({
+      data: {
+        id,
+        accountId: project.accountId,
+        projectId,
+        status: 'PROVISIONING',
+        branchName: id,
+        baseRef: 'main',
+        baseCommit: base,
+        prompt: 'resume me',
+        turnLedgerId: randomUUID(),
+      },
+    });
+    expect(repo.branches()[id]).toBeUndefined();
+
+    const settled = await waitFor(
+      async () => {
+        const row = await db.session.findUniqueOrThrow({ where: { id } });
+        return row.status === 'PROVISIONING' ? null : row;
+      },
+      60_000,
+      'the resumed session leaving PROVISIONING',
+    );
+    expect(settled).toMatchObject({ status: 'RUNNING', failureReason: null });
+    expect(repo.branches()[id]).toBe(base);
+    expect(await db.sandbox.count({ where: { sessionId: id } })).toBe(1);
+    const history = await app.app.services.jobs.history(JOBS.provision, id);
+    expect(history.map((j) => j.state)).toContain('completed');
+  });
 });
