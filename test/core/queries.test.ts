@@ -81,8 +81,10 @@ for (const db of ['postgres', 'pglite'] as const) {
       const small = await statementsFor(2);
       const large = await statementsFor(25);
       expect(small.statements).toBeGreaterThan(0);
-      expect(large.statements).toBeLessThanOrEqual(4);
-      expect(large.statements).toBe(small.statements);
+      // On a failure, the message shows both pages' statements.
+      const both = `page of 2:\n${small.log.join('\n')}\npage of 25:\n${large.log.join('\n')}`;
+      expect(large.statements, both).toBeLessThanOrEqual(4);
+      expect(large.statements, both).toBe(small.statements);
       // No statement per row: every statement reads the page as a whole.
       expect(large.log.every((sql) => !/WHERE .*"id" = \$1 LIMIT/.test(sql))).toBe(true);
     });
