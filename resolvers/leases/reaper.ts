@@ -27,7 +27,13 @@ export const REAPER_LOCK_KEY = 0x5343_5245_4150_4552n;
 
 // A released lease stops protecting the sandbox at its release, whatever its expiresAt said.
 const UNRELEASED_EXPIRY = Prisma.raw('CASE WHEN l."releasedAt" IS NULL THEN l."expiresAt" END');
-const BOOTING = Prisma.raw(`(sb."runtimeState" IS NULL OR sb."runtimeState" = 'STARTING')`);
+// Booting, with the boot timeout: the agent has not reported ready, or it has but the session's
+// initial prompt has not started a turn yet (no lease was ever held). Handing the prompt to a
+// freshly started OpenCode can take longer than the idle timeout on a loaded host, and a sandbox
+// reaped then never runs the work it was created for.
+const BOOTING = Prisma.raw(`(sb."runtimeState" IS NULL OR sb."runtimeState" = 'STARTING'
+  OR (sb."runtimeState" = 'HEALTHY' AND s."prompt" IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM "ExecutionLease" held WHERE held."sandboxId" = sb."id")))`);
 const IDLE_SINCE = Prisma.sql`GREATEST(sb."lastActivityAt", l."releasedAt", ${UNRELEASED_EXPIRY}, s."startedAt")`;
 
 export interface ReaperCandidate {

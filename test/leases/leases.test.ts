@@ -403,9 +403,12 @@ for (const db of ['postgres', 'pglite'] as const) {
       const silent = await startSession(t, projectId);
       const starting = await startSession(t, projectId);
       const ready = await startSession(t, projectId);
+      // Ready, but its initial prompt has not started a turn (the daemon holds no lease yet).
+      const prompted = await startSession(t, projectId, { prompt: 'start on this' });
       expect((await report(starting, 'STARTING')).errors).toBeUndefined();
       expect((await report(ready, 'STARTING')).errors).toBeUndefined();
       expect((await report(ready, 'HEALTHY')).errors).toBeUndefined();
+      expect((await report(prompted, 'HEALTHY')).errors).toBeUndefined();
 
       // Past the idle timeout: only the sandbox whose agent reported ready counts as idle.
       const idle = reaperAt(IDLE_MS + 5_000, { bootTimeoutMs: BOOT_MS });
@@ -415,6 +418,8 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(mine(idle.stops)).toEqual([{ sessionId: ready.sessionId, reason: 'IDLE_REAPED' }]);
       expect((await session(silent)).status).toBe('RUNNING');
       expect((await session(starting)).status).toBe('RUNNING');
+      expect(idle.stops.some((stop) => stop.sessionId === prompted.sessionId)).toBe(false);
+      expect((await session(prompted)).status).toBe('RUNNING');
 
       // Past the boot timeout: a boot that never finished (or never reported) is stopped too.
       const booting = reaperAt(BOOT_MS + 5_000, { bootTimeoutMs: BOOT_MS });
@@ -422,7 +427,10 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(new Set(mine(booting.stops).map((stop) => stop.sessionId))).toEqual(
         new Set([silent.sessionId, starting.sessionId]),
       );
-      for (const s of [silent, starting, ready]) {
+      expect(booting.stops.filter((stop) => stop.sessionId === prompted.sessionId)).toEqual([
+        { sessionId: prompted.sessionId, reason: 'IDLE_REAPED' },
+      ]);
+      for (const s of [silent, starting, ready, prompted]) {
         expect(await session(s)).toMatchObject({ status: 'STOPPED', stopReason: 'IDLE_REAPED' });
         expect((await lease(s))?.holder).toBe('reaper:IDLE_REAPED');
       }
