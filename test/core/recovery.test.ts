@@ -105,7 +105,14 @@ describe('a session whose creating process stopped before cutting its branch', (
     expect(settled).toMatchObject({ status: 'RUNNING', failureReason: null });
     expect(repo.branches()[id]).toBe(base);
     expect(await db.sandbox.count({ where: { sessionId: id } })).toBe(1);
-    const history = await app.app.services.jobs.history(JOBS.provision, id);
-    expect(history.map((j) => j.state)).toContain('completed');
+    // The job is recorded as completed just after the session it provisioned is RUNNING.
+    const history = await waitFor(
+      async () => {
+        const jobs = await app.app.services.jobs.history(JOBS.provision, id);
+        return jobs.some((j) => j.state === 'completed') ? jobs : null;
+      },
+      { what: 'the provisioning job to complete' },
+    );
+    expect(history).toHaveLength(1);
   });
 });
