@@ -107,6 +107,12 @@ export class Telemetry {
   private timer: NodeJS.Timeout | null = null;
   private readonly log: Logger;
   last: TelemetryInput | null = null;
+  /** Interval ticks skipped because a report was still on its way. */
+  skipped = 0;
+  /** Reports sampled and not yet settled (sent, or given up on). */
+  private pending = 0;
+  /** The last report's send: reports go out one at a time, in order. */
+  private tail: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: TelemetryOptions) {
     this.log = options.logger.child({ module: 'telemetry' });
@@ -148,18 +154,34 @@ export class Telemetry {
     };
   }
 
-  /** Samples and pushes one report; failures are logged, never thrown. */
+  /**
+   * Samples and pushes one report; failures are logged, never thrown. One report is on its way at a
+   * time: against a slow server (each report retries for up to a minute) an interval tick that
+   * finds one still pending is skipped, as the next tick samples afresh, and any other report
+   * (a state change, the memory guard) is sampled now and sent after it. So a daemon never piles
+   * its retries onto a server that is already behind, where they would crowd out lease renewals.
+   */
   async report(reason: TelemetryReason): Promise<TelemetryInput | null> {
+    if (reason === 'INTERVAL' && this.pending > 0) {
+      this.skipped += 1;
+      this.log.debug({ pending: this.pending }, 'interval sample skipped: a report is still on its way');
+      return null;
+    }
+    this.pending += 1;
     try {
       const sample = await this.sample(reason);
       if (!sample) return null;
       this.last = sample;
       this.log.info({ resources: sample }, '[resources]');
-      await this.options.api.reportTelemetry(sample);
+      const send = this.tail.then(() => this.options.api.reportTelemetry(sample));
+      this.tail = send.catch(() => undefined);
+      await send;
       return sample;
     } catch (error) {
       this.log.warn({ err: (error as Error).message, reason }, 'telemetry report failed');
       return null;
+    } finally {
+      this.pending -= 1;
     }
   }
 }

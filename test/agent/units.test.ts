@@ -1,13 +1,17 @@
 import { spawn } from 'node:child_process';
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { waitFor } from '../support/wait';
 import { z } from 'zod';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createLogger } from '../../agent/logger';
-import { createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
+import { ApiClient } from '../../agent/api-client';
+import { Telemetry, createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
 import { parseObject, prettify, type Shape } from '../../agent/validate';
 import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
 
@@ -173,6 +177,76 @@ describe('telemetry readers', () => {
       }),
     );
     expect(await v1.memory()).toEqual({ usedBytes: 8 * GiB, limitBytes: 16 * GiB });
+  });
+});
+
+describe('telemetry reports', () => {
+  test('against a server that is behind, one report is on its way at a time: interval ticks are skipped, a state change follows', async () => {
+    // A control plane that answers only when the test says so, counting requests it holds at once.
+    const held: Array<{ reason: string; res: ServerResponse }> = [];
+    const received: string[] = [];
+    let open = 0;
+    let mostOpen = 0;
+    const server = createServer(async (req: IncomingMessage, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      const reason = (JSON.parse(body) as { variables: { input: { reason: string } } }).variables.input
+        .reason;
+      received.push(reason);
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+      held.push({ reason, res });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const answer = () => {
+      const next = held.shift()!;
+      open -= 1;
+      next.res.writeHead(200, { 'content-type': 'application/json' });
+      next.res.end(
+        JSON.stringify({
+          data: { reportTelemetry: { __typename: 'ReportTelemetrySuccess', sample: { at: 'now' } } },
+        }),
+      );
+      return next.reason;
+    };
+    const logger = createLogger('silent');
+    const telemetry = new Telemetry({
+      api: new ApiClient({
+        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: 't',
+        logger,
+      }),
+      logger,
+      readers: createSystemReaders(),
+      workspace: tmpdir(),
+      intervalMs: 60_000,
+      sandboxId: () => 'sandbox-1',
+      opencodePid: () => undefined,
+    });
+    try {
+      const first = telemetry.report('INTERVAL');
+      await waitFor(() => held.length === 1, 10_000, 'the first report to arrive');
+      // Still on its way: the next tick is skipped, a state change is sampled and waits its turn.
+      expect(await telemetry.report('INTERVAL')).toBeNull();
+      expect(telemetry.skipped).toBe(1);
+      const change = telemetry.report('STATE_CHANGE');
+      expect(answer()).toBe('INTERVAL');
+      expect(await first).toMatchObject({ sandboxId: 'sandbox-1', reason: 'INTERVAL' });
+      await waitFor(() => held.length === 1, 10_000, 'the state change to follow');
+      expect(answer()).toBe('STATE_CHANGE');
+      expect(await change).toMatchObject({ sandboxId: 'sandbox-1', reason: 'STATE_CHANGE' });
+      expect(received).toEqual(['INTERVAL', 'STATE_CHANGE']);
+      expect(mostOpen).toBe(1);
+      // Caught up: the next tick is sent again.
+      const after = telemetry.report('INTERVAL');
+      await waitFor(() => held.length === 1, 10_000, 'the next tick');
+      expect(answer()).toBe('INTERVAL');
+      expect(await after).toMatchObject({ reason: 'INTERVAL' });
+      expect(telemetry.skipped).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 
