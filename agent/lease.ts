@@ -18,6 +18,8 @@ export class LeaseKeeper {
   renewals = 0;
   private timer: NodeJS.Timeout | null = null;
   private wanted = false;
+  /** A renewal waits in the chain: a tick while one waits adds none (see scheduleRenew). */
+  private renewQueued = false;
   // Serialises acquire/renew/release so a release never races an in-flight renewal.
   private chain: Promise<void> = Promise.resolve();
   private readonly log: Logger;
@@ -34,8 +36,8 @@ export class LeaseKeeper {
   hold(): void {
     if (this.wanted) return;
     this.wanted = true;
-    this.enqueue(() => this.renew());
-    this.timer = setInterval(() => this.enqueue(() => this.renew()), this.options.renewIntervalMs);
+    this.scheduleRenew();
+    this.timer = setInterval(() => this.scheduleRenew(), this.options.renewIntervalMs);
   }
 
   /** The turn ended: stop renewing and release the lease. */
@@ -44,6 +46,20 @@ export class LeaseKeeper {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     return this.enqueue(() => this.releaseNow());
+  }
+
+  /**
+   * Queues one renewal unless one is already waiting. Against a server that is behind, a renewal
+   * can take longer than the interval (it retries for up to a minute); ticks meanwhile must not
+   * stack up renewals that would all run, stale, once it answers again.
+   */
+  private scheduleRenew(): void {
+    if (this.renewQueued) return;
+    this.renewQueued = true;
+    this.enqueue(() => {
+      this.renewQueued = false;
+      return this.renew();
+    });
   }
 
   private enqueue(task: () => Promise<void>): Promise<void> {
