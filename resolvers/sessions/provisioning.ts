@@ -169,15 +169,14 @@ export function createProvisioner(options: ProvisionerOptions) {
     let providerSandboxId: string | null = null;
     let provider: SandboxProvider | null = null;
     try {
+      const repo = repoRef(session.project, options.encryptionKey);
       if (cutBranch && options.git && session.baseCommit) {
         // The process creating the session may have stopped, or still be waiting on its push, when
         // this job was sent for it: cut the branch from the recorded base unless it is there. The
         // branch is named after the session, so only this session's own cut can have made it.
-        await options.git
-          .cutBranch(repoRef(session.project, options.encryptionKey), session.baseCommit, session.branchName)
-          .catch((error: unknown) => {
-            if (!(error instanceof GitBranchExistsError)) throw error;
-          });
+        await options.git.cutBranch(repo, session.baseCommit, session.branchName).catch((error: unknown) => {
+          if (!(error instanceof GitBranchExistsError)) throw error;
+        });
       }
       provider = providers.get(providerName);
       const base: HardwareSpec = session.template
@@ -215,7 +214,7 @@ export function createProvisioner(options: ProvisionerOptions) {
 
       const resolved = await options.snapshots.resolve({
         provider,
-        repo: repoRef(session.project, options.encryptionKey),
+        repo,
         commit: session.baseCommit ?? session.baseRef,
         template: session.template,
         spec,
