@@ -148,7 +148,7 @@ export function createServices(options: ServicesOptions): Services {
   const db = options.database.prisma;
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
-  const accounts = createAccountService({ db, tokens });
+  const accounts = createAccountService({ db });
   const members = createMemberService({ db, tokens, now: options.now });
   const projects = createProjectService({
     db,

@@ -3,21 +3,39 @@
 // its own start-up data (resolvers/daemon/claim.ts).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Services } from '../resolvers/services';
 import type { Logger } from './logger';
 
-/** The admin's token when this process created it; null when the database already had users. */
+/** Attempts before start-up fails, and the first pause between them (doubling). */
+const ATTEMPTS = 5;
+const FIRST_PAUSE_MS = 200;
+
+/**
+ * The admin's token when this process created it; null when the database already had users.
+ * A database error (a busy pool, a dropped connection) is retried and, if it persists, fails the
+ * start: taken for "users exist", it would leave a fresh install with no admin and no token file.
+ */
 export async function createBootstrapAdmin(
   services: Services,
   dataDir: string,
   log: Logger,
 ): Promise<string | null> {
-  const created = await services.accounts.bootstrap().catch((error: unknown) => {
-    // Another process won the race for the first admin.
-    log.debug({ err: error }, 'bootstrap admin skipped');
-    return null;
-  });
+  const created = await withRetries(() => services.accounts.bootstrap(), log);
   if (!created) return null;
   await writeFile(join(dataDir, 'bootstrap-token'), `${created.secret}\n`, { mode: 0o600 });
   return created.secret;
+}
+
+async function withRetries<T>(fn: () => Promise<T>, log: Logger): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (attempt >= ATTEMPTS) throw new Error('The bootstrap admin could not be created.', { cause: error });
+      const pauseMs = FIRST_PAUSE_MS * 2 ** (attempt - 1);
+      log.warn({ err: error, attempt, pauseMs }, 'bootstrap admin failed; retrying');
+      await sleep(pauseMs);
+    }
+  }
 }

@@ -1,16 +1,17 @@
 // Accounts, tiers and the bootstrap admin (R-AUTH-1, R-RUN-1).
+import { randomUUID } from 'node:crypto';
 import type { AccountTier } from '../../prisma/generated/client/enums';
 import { LIVE_SESSION_STATUSES } from './limits';
 import type { Db } from '../platform';
 import { assertAccountAdmin } from '../auth/authz';
-import { ValidationError } from '../errors';
+import { ValidationError, isUniqueViolation } from '../errors';
 import { SCOPES } from '../auth/principal';
 import type { Principal } from '../auth/principal';
-import type { TokenService } from '../auth/tokens';
+import { newPersonalAccessToken } from '../auth/tokens';
 
 export type AccountService = ReturnType<typeof createAccountService>;
 
-export function createAccountService(options: { db: Db; tokens: TokenService }) {
+export function createAccountService(options: { db: Db }) {
   const { db } = options;
   return {
     /** Sessions that count against the account's concurrent-session limit. */
@@ -48,29 +49,33 @@ export function createAccountService(options: { db: Db; tokens: TokenService }) 
      * First start with an empty database: an admin in a TEAM account and a personal access token
      * holding every scope. Returns the token's secret once; null when users already exist.
      */
+    /**
+     * The first admin of a fresh install: account, user and token in one transaction, so an admin is
+     * never left without the token that is its only way in. Null when users exist, or when another
+     * process starting at the same time created the admin (the unique email lets exactly one win).
+     * Any other error is thrown: it is not a sign that the admin exists.
+     */
     async bootstrap(): Promise<{ secret: string; email: string } | null> {
       if ((await db.user.count()) > 0) return null;
       const email = 'admin@localhost';
-      const user = await db.$transaction(async (tx) => {
-        // Two processes starting together: the unique email lets exactly one create the admin.
-        const account = await tx.account.create({ data: { name: 'Default', tier: 'TEAM' } });
-        return tx.user.create({
-          data: { accountId: account.id, email, name: 'Admin', role: 'ADMIN', instanceAdmin: true },
-        });
-      });
-      const principal = {
-        kind: 'USER' as const,
-        userId: user.id,
-        accountId: user.accountId,
-        isAdmin: true,
-        scopes: new Set<string>(SCOPES),
-        tokenId: '',
-        expiresAt: null,
-      };
-      const { secret } = await options.tokens.createPersonalAccessToken(principal, {
-        name: 'bootstrap',
-        scopes: [...SCOPES],
-      });
+      const accountId = randomUUID();
+      const userId = randomUUID();
+      const { secret, data } = newPersonalAccessToken(
+        { accountId, userId },
+        { name: 'bootstrap', scopes: [...SCOPES] },
+      );
+      try {
+        await db.$transaction([
+          db.account.create({ data: { id: accountId, name: 'Default', tier: 'TEAM' } }),
+          db.user.create({
+            data: { id: userId, accountId, email, name: 'Admin', role: 'ADMIN', instanceAdmin: true },
+          }),
+          db.token.create({ data }),
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error)) return null;
+        throw error;
+      }
       return { secret, email };
     },
   };

@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { SignJWT, jwtVerify } from 'jose';
 import type { Db } from '../platform';
-import type { Token } from '../../prisma/generated/client/client';
+import type { Prisma, Token } from '../../prisma/generated/client/client';
 import { NotFoundError, ValidationError, forbidden, unauthenticated } from '../errors';
 import { assertCanReadTokens, assertCanRevokeToken } from './authz';
 import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } from './principal';
@@ -48,6 +48,30 @@ export function generateOpaqueToken(
 ): string {
   const body = base62(randomBytes(48), BODY_LENGTH);
   return `${prefix}${body}${checksum(prefix + body)}`;
+}
+
+/**
+ * A new personal access token of `owner`: its secret (shown once) and the row that stores only its
+ * hash. Validation is the caller's (TokenService.createPersonalAccessToken, or the bootstrap admin).
+ */
+export function newPersonalAccessToken(
+  owner: { accountId: string; userId: string },
+  input: CreateTokenInput,
+): { secret: string; data: Prisma.TokenUncheckedCreateInput } {
+  const secret = generateOpaqueToken(PAT_PREFIX);
+  return {
+    secret,
+    data: {
+      kind: 'PERSONAL_ACCESS',
+      name: input.name.trim(),
+      prefix: displayPrefix(secret),
+      hash: hashToken(secret),
+      scopes: [...new Set(input.scopes)],
+      accountId: owner.accountId,
+      userId: owner.userId,
+      expiresAt: input.expiresAt ?? null,
+    },
+  };
 }
 
 /** Structural check of an opaque credential (PAT or service-account token), including its checksum: no database involved. */
@@ -160,19 +184,8 @@ export function createTokenService(options: TokenServiceOptions) {
     async createPersonalAccessToken(caller: HumanPrincipal, input: CreateTokenInput) {
       if (caller.kind !== 'USER') throw forbidden('Only users hold personal access tokens.');
       validateCreate(caller, input);
-      const secret = generateOpaqueToken(PAT_PREFIX);
-      const token = await db.token.create({
-        data: {
-          kind: 'PERSONAL_ACCESS',
-          name: input.name.trim(),
-          prefix: displayPrefix(secret),
-          hash: hashToken(secret),
-          scopes: [...new Set(input.scopes)],
-          accountId: caller.accountId,
-          userId: caller.userId,
-          expiresAt: input.expiresAt ?? null,
-        },
-      });
+      const { secret, data } = newPersonalAccessToken(caller, input);
+      const token = await db.token.create({ data });
       return { token, secret };
     },
 

@@ -2,12 +2,14 @@
 // the first-start bootstrap admin (R-RUN-1).
 import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { type IncomingMessage, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
+import { type TestDatabase, createTestDatabase } from '../support/database';
 
 describe('health, GraphiQL and CSRF prevention', () => {
   let t: TestApp;
@@ -177,6 +179,85 @@ describe('first start', () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  // A fault outside the server: the database refuses the first `failures` inserts of a token. A
+  // sequence counts the attempts, since it is not rolled back with the failed transaction.
+  async function databaseRefusingTokens(
+    failures: number,
+  ): Promise<TestDatabase & { attempts(): Promise<number> }> {
+    const database = await createTestDatabase();
+    await withClient(database.url, (client) =>
+      client.query(`
+        CREATE SEQUENCE token_insert_attempts;
+        CREATE FUNCTION refuse_token() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF nextval('token_insert_attempts') <= ${failures} THEN RAISE EXCEPTION 'refused by the test'; END IF;
+          RETURN NEW;
+        END $$;
+        CREATE TRIGGER refuse_token BEFORE INSERT ON "Token" FOR EACH ROW EXECUTE FUNCTION refuse_token();`),
+    );
+    const attempts = () =>
+      withClient(database.url, async (client) => {
+        const { rows } = await client.query('SELECT last_value, is_called FROM token_insert_attempts');
+        return rows[0].is_called ? Number(rows[0].last_value) : 0;
+      });
+    return { ...database, attempts };
+  }
+
+  async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  test('a database error while creating the admin is retried and never leaves an admin without its token', async () => {
+    const database = await databaseRefusingTokens(1);
+    try {
+      const t = await startTestApp({ databaseUrl: database.url });
+      try {
+        expect(await database.attempts()).toBe(2);
+        expect(t.app.bootstrapToken).toMatch(/^singulacomp_pat_/);
+        expect(readFileSync(join(t.dataDir, 'bootstrap-token'), 'utf8').trim()).toBe(t.app.bootstrapToken);
+        const db = t.app.services.db;
+        expect(await db.user.findMany({ select: { email: true } })).toEqual([{ email: 'admin@localhost' }]);
+        expect(await db.account.count()).toBe(1);
+        expect(await db.token.count()).toBe(1);
+        const res = await t.raw({ query: '{ viewer { kind } }' }, t.app.bootstrapToken);
+        expect(res.data).toEqual({ viewer: { kind: 'PERSONAL_ACCESS' } });
+      } finally {
+        await t.stop();
+        rmSync(t.dataDir, { recursive: true, force: true });
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
+  test('a database that keeps failing fails the start with a clear error and creates nothing', async () => {
+    const database = await databaseRefusingTokens(Number.MAX_SAFE_INTEGER);
+    const dataDir = mkdtempSync(join(tmpdir(), 'sc-boot-'));
+    try {
+      await expect(startTestApp({ databaseUrl: database.url, dataDir })).rejects.toThrow(
+        'The bootstrap admin could not be created.',
+      );
+      expect(await database.attempts()).toBe(5);
+      expect(existsSync(join(dataDir, 'bootstrap-token'))).toBe(false);
+      const counts = await withClient(database.url, async (client) => {
+        const { rows } = await client.query(
+          'SELECT (SELECT count(*) FROM "User")::int AS users, (SELECT count(*) FROM "Account")::int AS accounts',
+        );
+        return rows[0];
+      });
+      expect(counts).toEqual({ users: 0, accounts: 0 });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
     }
   });
 });

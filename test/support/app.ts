@@ -76,7 +76,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options.env,
   });
   const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub, now: options.now });
-  await app.start();
+  try {
+    await app.start();
+  } catch (error) {
+    // Nothing of a failed start may outlive it: its pool, its Redis connections, its timers.
+    await app.stop().catch(() => {});
+    await database?.drop();
+    throw error;
+  }
   const adminToken = app.bootstrapToken ?? readFileSync(join(dataDir, 'bootstrap-token'), 'utf8').trim();
   const graphqlUrl = `${app.url}/graphql`;
 
