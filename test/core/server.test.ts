@@ -6,10 +6,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { type IncomingMessage, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
-import { type TestDatabase, createTestDatabase } from '../support/database';
+import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
 
 describe('health, GraphiQL and CSRF prevention', () => {
   let t: TestApp;
@@ -188,8 +187,9 @@ describe('first start', () => {
     failures: number,
   ): Promise<TestDatabase & { attempts(): Promise<number> }> {
     const database = await createTestDatabase();
-    await withClient(database.url, (client) =>
-      client.query(`
+    await withClient(
+      (client) =>
+        client.query(`
         CREATE SEQUENCE token_insert_attempts;
         CREATE FUNCTION refuse_token() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -197,23 +197,14 @@ describe('first start', () => {
           RETURN NEW;
         END $$;
         CREATE TRIGGER refuse_token BEFORE INSERT ON "Token" FOR EACH ROW EXECUTE FUNCTION refuse_token();`),
+      database.url,
     );
     const attempts = () =>
-      withClient(database.url, async (client) => {
+      withClient(async (client) => {
         const { rows } = await client.query('SELECT last_value, is_called FROM token_insert_attempts');
         return rows[0].is_called ? Number(rows[0].last_value) : 0;
-      });
+      }, database.url);
     return { ...database, attempts };
-  }
-
-  async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
   }
 
   test('a database error while creating the admin is retried and never leaves an admin without its token', async () => {
@@ -248,12 +239,12 @@ describe('first start', () => {
       );
       expect(await database.attempts()).toBe(5);
       expect(existsSync(join(dataDir, 'bootstrap-token'))).toBe(false);
-      const counts = await withClient(database.url, async (client) => {
+      const counts = await withClient(async (client) => {
         const { rows } = await client.query(
           'SELECT (SELECT count(*) FROM "User")::int AS users, (SELECT count(*) FROM "Account")::int AS accounts',
         );
         return rows[0];
-      });
+      }, database.url);
       expect(counts).toEqual({ users: 0, accounts: 0 });
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -25,7 +25,11 @@ function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>, url = TEST_DATABASE_URL): Promise<T> {
+/** Runs `fn` on a connection of its own to `url` (the server's default database unless given). */
+export async function withClient<T>(
+  fn: (client: pg.Client) => Promise<T>,
+  url = TEST_DATABASE_URL,
+): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -37,7 +41,7 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>, url = TEST_DATABA
 
 /** Drops a database, disconnecting whoever still uses it. */
 export async function dropDatabase(name: string): Promise<void> {
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  await withClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
 }
 
 /**
@@ -45,9 +49,9 @@ export async function dropDatabase(name: string): Promise<void> {
  * template (PostgreSQL refuses to copy a database in use), so this closes its connection.
  */
 export async function createTemplateDatabase(name: string): Promise<string> {
-  await admin((client) => client.query(`CREATE DATABASE "${name}"`));
+  await withClient((client) => client.query(`CREATE DATABASE "${name}"`));
   try {
-    await admin(
+    await withClient(
       async (client) => {
         await migrate({
           exec: async (sql) => {
@@ -74,7 +78,7 @@ export async function createTestDatabase(
 ): Promise<TestDatabase> {
   const name = `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const template = options.empty ? undefined : process.env[TEMPLATE_DATABASE_VARIABLE];
-  await admin((client) =>
+  await withClient((client) =>
     client.query(template ? `CREATE DATABASE "${name}" TEMPLATE "${template}"` : `CREATE DATABASE "${name}"`),
   );
   return {
