@@ -22,8 +22,13 @@ export interface Database {
   prisma: PrismaClient;
   raw: RawSql;
   kind: 'postgres' | 'pglite';
-  /** PostgreSQL connection string (postgres): the job queue opens its own small pool on it. */
+  /** PostgreSQL connection string (postgres). */
   url: string | null;
+  /**
+   * The job queue's own small pool (postgres), which waits like the main one while PostgreSQL is
+   * out of connections; closed with the database.
+   */
+  jobSql: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } | null;
   /** The embedded engine (pglite): the job queue runs on this very instance. */
   pglite: PGlite | null;
   /**

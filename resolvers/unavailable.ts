@@ -2,8 +2,8 @@
 // itself is wrong: requests answer SERVICE_UNAVAILABLE (server/faults.ts) and background jobs retry
 // instead of failing the session.
 // Prisma's connection-level codes: cannot reach / timed out / closed / pool exhausted / could not
-// start a transaction in time.
-const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028']);
+// start a transaction in time / too many connections.
+const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028', 'P2037']);
 // Driver adapter error kinds (Prisma 7) that mean the database is not answering.
 const ADAPTER_UNAVAILABLE = new Set([
   'DatabaseNotReachable',
@@ -40,6 +40,7 @@ export function isUnavailable(error: unknown): boolean {
       originalCode?: unknown;
       cause?: unknown;
       originalError?: unknown;
+      meta?: { driverAdapterError?: unknown };
     };
     if (typeof e.code === 'string') {
       if (PRISMA_UNAVAILABLE.has(e.code) || NODE_UNAVAILABLE.has(e.code) || PG_UNAVAILABLE.test(e.code))
@@ -49,7 +50,8 @@ export function isUnavailable(error: unknown): boolean {
     if (typeof e.kind === 'string' && ADAPTER_UNAVAILABLE.has(e.kind)) return true;
     if (e.name === 'MaxRetriesPerRequestError') return true;
     if (typeof e.message === 'string' && MESSAGE_UNAVAILABLE.test(e.message)) return true;
-    current = e.cause ?? e.originalError;
+    // Prisma 7 reports a driver adapter's error of a raw query in meta (P2010), not as its cause.
+    current = e.cause ?? e.originalError ?? e.meta?.driverAdapterError;
   }
   return false;
 }

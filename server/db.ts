@@ -2,6 +2,7 @@
 // embedded PGlite (R-RUN-1), plus a raw SQL handle for migrations and advisory locks.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
@@ -46,6 +47,56 @@ function counting<F extends object>(factory: F, stats: Database['stats']): F {
   });
 }
 
+/** PostgreSQL's SQLSTATE for a connection refused by max_connections or a role or database limit. */
+const TOO_MANY_CONNECTIONS = '53300';
+
+type CheckoutCallback = (
+  error: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: () => void,
+) => void;
+
+/**
+ * A pool whose checkout waits while PostgreSQL refuses a new connection for too many clients: it
+ * takes one of the pool's own connections as soon as one is released, or a new one once the server
+ * has room, until `connectionTimeoutMillis` has passed. pg fails such a checkout at once, and a
+ * request answered an internal error although a connection was free a moment later. pg.Pool's
+ * `query` checks out through `connect`, so both Prisma's statements and its transactions wait.
+ */
+class PatientPool extends pg.Pool {
+  private readonly waitMs: number;
+
+  constructor(config: pg.PoolConfig & { connectionTimeoutMillis: number }) {
+    super(config);
+    this.waitMs = config.connectionTimeoutMillis;
+  }
+
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: CheckoutCallback): void;
+  override connect(callback?: CheckoutCallback): Promise<pg.PoolClient> | undefined {
+    const checkout = this.checkout();
+    if (!callback) return checkout;
+    checkout.then(
+      (client) => callback(undefined, client, () => client.release()),
+      (error: Error) => callback(error, undefined, () => {}),
+    );
+    return undefined;
+  }
+
+  private async checkout(): Promise<pg.PoolClient> {
+    const deadline = Date.now() + this.waitMs;
+    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 250)) {
+      try {
+        return await super.connect();
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code !== TOO_MANY_CONNECTIONS || Date.now() + pauseMs >= deadline) throw error;
+        await sleep(pauseMs);
+      }
+    }
+  }
+}
+
 export interface DatabaseOptions {
   /** PostgreSQL connection string; null selects the embedded PGlite under dataDir. */
   url: string | null;
@@ -78,15 +129,22 @@ export function pgliteRawSql(lite: PGlite): RawSql {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const stats: Database['stats'] = { statements: 0, log: null };
   if (options.url) {
-    const pool = new pg.Pool({
+    const pool = new PatientPool({
       connectionString: options.url,
       max: options.poolSize ?? 20,
       // pg waits forever by default: during an outage every request would hang instead of failing
       // fast with a retryable answer.
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
+    // The job queue's (pg-boss): small, and apart, so polling never waits behind a request burst.
+    const jobPool = new PatientPool({
+      connectionString: options.url,
+      max: 4,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    });
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});
+    jobPool.on('error', () => {});
     const prisma = new PrismaClient({ adapter: counting(new PrismaPg(pool), stats) });
     const raw: RawSql = {
       async exec(sql) {
@@ -116,10 +174,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       kind: 'postgres',
       url: options.url,
       pglite: null,
+      jobSql: { executeSql: (text, values) => jobPool.query(text, values) },
       stats,
       async close() {
         await prisma.$disconnect();
-        await pool.end();
+        await Promise.all([pool.end(), jobPool.end()]);
       },
     };
   }
@@ -135,6 +194,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     kind: 'pglite',
     url: null,
     pglite: lite,
+    jobSql: null,
     stats,
     async close() {
       await prisma.$disconnect();

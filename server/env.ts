@@ -154,12 +154,13 @@ const variables = z.object({
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
-  /** PostgreSQL connections per server process (admission, requests and background jobs share them). */
+  /** PostgreSQL connections per server process for requests and background work (the job queue has 4 more). */
   SINGULACOMP_DB_POOL_SIZE: z.coerce.number().int().min(2).max(500).default(20),
   /**
    * How long a request waits for a PostgreSQL connection (new, or a free one from the pool) before it
-   * answers SERVICE_UNAVAILABLE. A database that is down refuses at once; this bounds a hung one, and
-   * must stay above the queueing a create burst causes on a loaded machine.
+   * answers SERVICE_UNAVAILABLE. A database that is down refuses at once; one out of connections (too
+   * many clients) is waited for, as is a hung one. Must stay above the queueing a create burst causes
+   * on a loaded machine.
    */
   SINGULACOMP_DB_CONNECT_TIMEOUT_MS: ms.default(10_000),
   /** Interactive transactions (admission): wait for a connection at most / run at most this long. */

@@ -104,7 +104,7 @@ export function createJobQueue(options: JobQueueOptions) {
   const boss =
     database.kind === 'pglite' && database.pglite
       ? new PgBoss({ ...common, db: fromPglite(database.pglite), backend: 'pglite' })
-      : new PgBoss({ ...common, connectionString: database.url ?? undefined, max: 4 });
+      : new PgBoss({ ...common, ...(database.jobSql ? { db: database.jobSql } : {}) });
   // pg-boss reports background failures (maintenance, polling during an outage) here; without a
   // listener they would crash the process.
   boss.on('error', (error) => log.warn({ err: error }, 'job queue error'));
