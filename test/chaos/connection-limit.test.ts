@@ -32,9 +32,14 @@ async function startLimited(limit: number, connectTimeoutMs: number): Promise<Li
   }, database.url);
   const url = new URL(database.url);
   url.username = role;
+  const dropRole = () => withClient((client) => client.query(`DROP ROLE IF EXISTS "${role}"`));
   const app = await startTestApp({
     databaseUrl: url.toString(),
     env: { SINGULACOMP_DB_POOL_SIZE: '20', SINGULACOMP_DB_CONNECT_TIMEOUT_MS: String(connectTimeoutMs) },
+  }).catch(async (error: unknown) => {
+    await database.drop();
+    await dropRole();
+    throw error;
   });
   return {
     app,
@@ -59,7 +64,14 @@ describe('PostgreSQL refusing connections for too many clients', () => {
   let hurried: Limited;
 
   beforeAll(async () => {
-    [patient, hurried] = await Promise.all([startLimited(3, 20_000 * WAIT_SCALE), startLimited(10, 1_000)]);
+    const started = await Promise.allSettled([startLimited(3, 20_000 * WAIT_SCALE), startLimited(10, 1_000)]);
+    // What started is stopped in afterAll, even when the other did not.
+    [patient, hurried] = started.map((r) => (r.status === 'fulfilled' ? r.value : undefined)) as [
+      Limited,
+      Limited,
+    ];
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   });
 
   afterAll(async () => {
