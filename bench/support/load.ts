@@ -1,13 +1,16 @@
 // HTTP load generator, run as its own process so the server under test does not share its event
 // loop: `tsx bench/support/load.ts '<LoadConfig JSON>'` prints one LoadResult JSON line.
-// Keep-alive connections, a fixed number of concurrent callers, POST with a fixed body.
+// Keep-alive connections, a fixed number of concurrent callers, POST with a fixed body (or GET).
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
 export interface LoadConfig {
   url: string;
-  body: string;
+  /** @default 'POST' */
+  method?: 'GET' | 'POST';
+  /** The POST body; a GET sends none. */
+  body?: string;
   headers?: Record<string, string>;
   concurrency: number;
   /** Stop after this long (ms)… */
@@ -16,6 +19,8 @@ export interface LoadConfig {
   count?: number;
   /** Unmeasured requests first (per caller). @default 0 */
   warmupPerCaller?: number;
+  /** Return every measured latency too. @default false */
+  keepSamples?: boolean;
 }
 
 export interface LoadResult {
@@ -27,6 +32,8 @@ export interface LoadResult {
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /** Every measured latency (ms), when `keepSamples` was set. */
+  samples?: number[];
 }
 
 export function percentile(samples: number[], p: number): number {
@@ -35,9 +42,9 @@ export function percentile(samples: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-function post(
+function send(
   url: URL,
-  body: string,
+  body: string | null,
   headers: Record<string, string>,
   agent: Agent,
 ): Promise<{ status: number; text: string }> {
@@ -46,14 +53,13 @@ function post(
       {
         host: url.hostname,
         port: url.port,
-        path: url.pathname,
-        method: 'POST',
+        path: url.pathname + url.search,
+        method: body === null ? 'GET' : 'POST',
         agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          ...headers,
-        },
+        headers:
+          body === null
+            ? headers
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -63,7 +69,8 @@ function post(
       },
     );
     req.on('error', reject);
-    req.end(body);
+    if (body === null) req.end();
+    else req.end(body);
   });
 }
 
@@ -71,6 +78,7 @@ export async function generateLoad(config: LoadConfig): Promise<LoadResult> {
   const url = new URL(config.url);
   const agent = new Agent({ keepAlive: true, maxSockets: config.concurrency });
   const headers = config.headers ?? {};
+  const body = config.method === 'GET' ? null : (config.body ?? '');
   const samples: number[] = [];
   let failures = 0;
   let firstFailure: string | null = null;
@@ -82,8 +90,7 @@ export async function generateLoad(config: LoadConfig): Promise<LoadResult> {
   };
   await Promise.all(
     Array.from({ length: config.concurrency }, async () => {
-      for (let i = 0; i < (config.warmupPerCaller ?? 0); i++)
-        check(await post(url, config.body, headers, agent));
+      for (let i = 0; i < (config.warmupPerCaller ?? 0); i++) check(await send(url, body, headers, agent));
     }),
   );
   failures = 0;
@@ -96,7 +103,7 @@ export async function generateLoad(config: LoadConfig): Promise<LoadResult> {
       while (performance.now() < deadline && (config.count === undefined || issued < config.count)) {
         issued++;
         const t0 = performance.now();
-        const response = await post(url, config.body, headers, agent);
+        const response = await send(url, body, headers, agent);
         samples.push(performance.now() - t0);
         check(response);
       }
@@ -112,6 +119,7 @@ export async function generateLoad(config: LoadConfig): Promise<LoadResult> {
     requestsPerSecond: (samples.length / elapsedMs) * 1_000,
     p50Ms: percentile(samples, 50),
     p99Ms: percentile(samples, 99),
+    ...(config.keepSamples ? { samples } : {}),
   };
 }
 
