@@ -21,12 +21,13 @@ import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
 import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
 import { createBootstrapAdmin } from './bootstrap-admin';
-import { useCompiledExecution } from './compiled-execution';
+import { createQueryCompiler, useCompiledExecution } from './compiled-execution';
+import { createGraphqlFastPath } from './graphql-fast-path';
 import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
-import { createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import { UNEXPECTED_ERROR_MESSAGE, createErrorMasker, requestIdFrom, withRequestId } from './faults';
 import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
@@ -216,6 +217,15 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     retryAfterSeconds: env.unavailableRetryAfterSeconds,
     onFault: (kind) => metrics.faults.inc({ kind }),
   });
+  const compiler = createQueryCompiler(logger, schema);
+  const fastPath = createGraphqlFastPath({
+    services,
+    compiler,
+    maskError,
+    errorMessage: UNEXPECTED_ERROR_MESSAGE,
+    startOperation: metrics.startOperation,
+    onOutcome: (outcome) => metrics.graphqlFastPath.inc({ outcome }),
+  });
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -223,12 +233,14 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     graphiql: env.graphiql ? (request) => graphiqlOptions(request, 'SingulaComp') : false,
     renderGraphiQL: renderGraphiql,
     // Unexpected errors never leak their message or stack; GraphQLErrors we raise pass through.
-    maskedErrors: { isDev: false, maskError },
+    maskedErrors: { isDev: false, maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
     logging: false,
     // Enforced by useRequestBodyLimit below (last, after every request parser is registered).
     maxRequestBodySize: false,
     context: async ({ request, principal }): Promise<Context> =>
-      principal ? wsContext(services, principal) : httpContext(services, request),
+      principal
+        ? wsContext(services, principal)
+        : httpContext(services, request.headers.get('authorization')),
     plugins: [
       useIntrospectionGate(env.introspection),
       useWebSocketOnlySubscriptions(),
@@ -248,7 +260,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
       metrics.plugin(),
-      useCompiledExecution(logger, schema),
+      useCompiledExecution(compiler),
+      fastPath.plugin(),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
@@ -347,6 +360,10 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (await serveDashboard(req, res, path)) return;
     track(res, path === '/graphql' ? 'graphql' : 'other');
     try {
+      if (fastPath.accepts(req, path)) {
+        await withRequestId(requestId, () => fastPath.handle(req, res, yoga));
+        return;
+      }
       // The plain request listener: handleNodeRequestAndResponse never answers on Node 20 here.
       await withRequestId(requestId, () => yoga.requestListener(req, res));
     } catch (error) {
@@ -356,7 +373,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         res.end(
           JSON.stringify({
             errors: [
-              { message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } },
+              { message: UNEXPECTED_ERROR_MESSAGE, extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } },
             ],
           }),
         );

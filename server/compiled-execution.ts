@@ -1,7 +1,6 @@
 // Queries and mutations run on graphql-jit: each document is compiled once into a function that
 // executes it (no per-request walk of the AST, per-field lookups or argument coercion from scratch)
 // and the compiled function is cached. Subscriptions stay on graphql-js's subscribe.
-import { useGraphQlJit } from '@envelop/graphql-jit';
 import {
   type DocumentNode,
   type ExecutionArgs,
@@ -14,6 +13,7 @@ import {
   type ResponsePath,
   isObjectType,
 } from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { type Plugin, createLRUCache } from 'graphql-yoga';
 import type { Logger } from './logger';
 
@@ -26,7 +26,7 @@ const COMPILED_DOCUMENTS = 1_000;
  * operations would run whichever of them was compiled first; those (rare) run on graphql-js.
  */
 const compiledOperation = new WeakMap<DocumentNode, OperationDefinitionNode | null>();
-function operationToCompile(document: DocumentNode): OperationDefinitionNode | null {
+export function operationToCompile(document: DocumentNode): OperationDefinitionNode | null {
   let operation = compiledOperation.get(document);
   if (operation === undefined) {
     const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
@@ -122,32 +122,69 @@ function shareResolvePaths(schema: GraphQLSchema): void {
   }
 }
 
-export function useCompiledExecution(logger: Logger, schema: GraphQLSchema): Plugin {
+export interface QueryCompiler {
+  /**
+   * The compiled form of a document that runs compiled (see `compilable`), compiled once and cached
+   * by the document object and by its text; null for one that does not compile (logged once).
+   */
+  compile(document: DocumentNode): CompiledQuery | null;
+}
+
+export function createQueryCompiler(logger: Logger, schema: GraphQLSchema): QueryCompiler {
   const log = logger.child({ module: 'graphql-jit' });
   shareResolvePaths(schema);
-  const jit = useGraphQlJit(
-    { resolverInfoEnricher: () => ({ [COMPILED_INFO]: true }) },
-    {
-      cache: createLRUCache({ max: COMPILED_DOCUMENTS }),
-      // A document that does not compile answers with the compiler's errors (validation passed, so
-      // this is a compiler limitation): logged, as it would otherwise go unnoticed.
-      onError: (result) => log.error({ errors: result.errors }, 'query did not compile'),
-    },
-  );
+  const byDocument = new WeakMap<DocumentNode, CompiledQuery | null>();
+  const byText = createLRUCache<{ compiled: CompiledQuery | null }>({ max: COMPILED_DOCUMENTS });
   return {
-    onExecute(payload) {
-      if (!compilable(payload.args)) return;
-      const graphqlJs = payload.executeFn;
-      return jit.onExecute?.({
-        ...payload,
-        setExecuteFn: (compiled) =>
-          payload.setExecuteFn((args) => {
-            const answer = (result: Awaited<ReturnType<typeof compiled>>) =>
-              refusedVariables(result) ? graphqlJs(args) : result;
-            const result = compiled(args);
-            return result instanceof Promise ? result.then(answer) : answer(result);
-          }),
-      });
+    compile(document) {
+      let compiled = byDocument.get(document);
+      if (compiled !== undefined) return compiled;
+      const text = document.loc?.source.body;
+      compiled = text === undefined ? undefined : byText.get(text)?.compiled;
+      if (compiled === undefined) {
+        const result = compileQuery(schema, document, undefined, {
+          resolverInfoEnricher: () => ({ [COMPILED_INFO]: true }),
+        });
+        if (isCompiledQuery(result)) compiled = result;
+        else {
+          // Validation passed, so this is a compiler limitation: it runs on graphql-js instead.
+          log.error({ errors: result.errors }, 'query did not compile');
+          compiled = null;
+        }
+        if (text !== undefined) byText.set(text, { compiled });
+      }
+      byDocument.set(document, compiled);
+      return compiled;
+    },
+  };
+}
+
+/**
+ * Runs the result of a compiled query; a request whose variables the compiled query refused runs
+ * on graphql-js (`fallback`) instead, as described at `refusedVariables`.
+ */
+export function runCompiled<T>(
+  compiled: CompiledQuery,
+  args: Pick<ExecutionArgs, 'rootValue' | 'contextValue' | 'variableValues'>,
+  fallback: () => T,
+): T | ExecutionResult | Promise<T | ExecutionResult> {
+  const answer = (result: ExecutionResult): T | ExecutionResult => {
+    if (refusedVariables(result)) return fallback();
+    // yoga serializes the result with the query's compiled stringifier.
+    (result as { stringify?: (value: unknown) => string }).stringify = compiled.stringify;
+    return result;
+  };
+  const result = compiled.query(args.rootValue, args.contextValue, args.variableValues ?? {});
+  return result instanceof Promise ? result.then(answer) : answer(result);
+}
+
+export function useCompiledExecution(compiler: QueryCompiler): Plugin {
+  return {
+    onExecute({ args, executeFn, setExecuteFn }) {
+      if (!compilable(args)) return;
+      const compiled = compiler.compile(args.document);
+      if (!compiled) return;
+      setExecuteFn((callArgs) => runCompiled(compiled, callArgs, () => executeFn(callArgs)));
     },
   } as Plugin;
 }

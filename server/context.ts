@@ -3,8 +3,9 @@ import type { Context } from '../schema/builder';
 import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 
-export async function httpContext(services: Services, request: Request): Promise<Context> {
-  const principal = await services.tokens.authenticate(request.headers.get('authorization'));
+/** The context of an HTTP request, from its Authorization header (null when it has none). */
+export async function httpContext(services: Services, authorization: string | null): Promise<Context> {
+  const principal = await services.tokens.authenticate(authorization);
   return { principal, services };
 }
 

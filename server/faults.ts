@@ -51,6 +51,9 @@ export interface ErrorMaskerOptions {
   onFault?: (kind: 'unavailable' | 'unexpected') => void;
 }
 
+/** The message every masked (unexpected) error carries, over HTTP and WebSocket alike. */
+export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.';
+
 /** yoga's maskError: unavailable → SERVICE_UNAVAILABLE; unexpected → masked, logged once with the request id. */
 export function createErrorMasker(options: ErrorMaskerOptions) {
   const log = options.logger.child({ module: 'errors' });

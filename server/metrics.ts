@@ -34,6 +34,12 @@ export function createMetrics() {
     help: 'createSession calls refused by the concurrent-session limit.',
     registers: [registry],
   });
+  const graphqlFastPath = new Counter({
+    name: 'singulacomp_graphql_fast_path_total',
+    help: 'POST /graphql requests the fast path read: answered itself, or handed to yoga.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const faults = new Counter({
     name: 'singulacomp_request_faults_total',
     help: 'Requests answered SERVICE_UNAVAILABLE (unavailable) or masked as INTERNAL_SERVER_ERROR (unexpected).',
@@ -55,11 +61,27 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  /**
+   * Starts timing one GraphQL execution of `document`; the returned function records it. The
+   * GraphQL fast path (server/graphql-fast-path.ts) times its executions with it too.
+   */
+  const startOperation = (document: DocumentNode): (() => void) => {
+    const started = process.hrtime.bigint();
+    const operation = document.definitions.find(
+      (d): d is OperationDefinitionNode => d.kind === 'OperationDefinition',
+    );
+    const type = operation?.operation ?? 'unknown';
+    const first = operation?.selectionSet.selections[0];
+    const field = first?.kind === 'Field' ? first.name.value : 'unknown';
+    return () => operationDuration.observe({ type, field }, Number(process.hrtime.bigint() - started) / 1e9);
+  };
+
   return {
     registry,
     httpDuration,
     pubsubLag,
     admissionRefusals,
+    graphqlFastPath,
     faults,
     jobFailures,
 
@@ -128,22 +150,14 @@ export function createMetrics() {
       });
     },
 
+    startOperation,
+
     /** Times each GraphQL execution (queries, mutations; subscriptions: until the stream starts). */
     plugin(): Plugin {
       return {
-        onExecute({ args }) {
-          const started = process.hrtime.bigint();
-          const operation = (args.document as DocumentNode).definitions.find(
-            (d): d is OperationDefinitionNode => d.kind === 'OperationDefinition',
-          );
-          const type = operation?.operation ?? 'unknown';
-          const first = operation?.selectionSet.selections[0];
-          const field = first?.kind === 'Field' ? first.name.value : 'unknown';
-          return {
-            onExecuteDone() {
-              operationDuration.observe({ type, field }, Number(process.hrtime.bigint() - started) / 1e9);
-            },
-          };
+        onExecute: ({ args }) => {
+          const done = startOperation(args.document as DocumentNode);
+          return { onExecuteDone: done };
         },
       };
     },

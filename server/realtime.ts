@@ -17,7 +17,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
 import type { ConnectionHandle, Context } from '../schema/builder';
-import { withRequestId } from './faults';
+import { UNEXPECTED_ERROR_MESSAGE, withRequestId } from './faults';
 import type { Logger } from './logger';
 import type { PubSub } from '../resolvers/events/channels';
 import type { EventLog } from '../resolvers/events/event-log';
@@ -72,7 +72,6 @@ export interface RealtimeServer {
 }
 
 /** yoga's message for a masked error. */
-const UNEXPECTED = 'Unexpected error.';
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof (value as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';
@@ -220,7 +219,12 @@ export function createRealtimeServer(deps: {
   /** The result with its errors masked as yoga masks them; the same object when it has none. */
   const masked = (result: ExecutionResult): ExecutionResult =>
     result.errors
-      ? { ...result, errors: result.errors.map((error) => deps.maskError(error, UNEXPECTED) as GraphQLError) }
+      ? {
+          ...result,
+          errors: result.errors.map(
+            (error) => deps.maskError(error, UNEXPECTED_ERROR_MESSAGE) as GraphQLError,
+          ),
+        }
       : result;
 
   function closeToken(tokenId: string, code: number, reason: string): void {
