@@ -129,6 +129,11 @@ export class OpencodeProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private readonly log: Logger;
+  /**
+   * Aborted at the child's next output or exit, then replaced: a health poll waiting out its
+   * interval wakes then, since OpenCode prints its "listening" line the moment it can answer.
+   */
+  private output = new AbortController();
 
   constructor(options: OpencodeProcessOptions) {
     this.port = options.port;
@@ -153,6 +158,7 @@ export class OpencodeProcess {
         if (tail.length > 20) tail.shift();
         this.log.debug({ line }, 'opencode output');
       }
+      this.wake();
     };
     this.child.stdout?.on('data', keep);
     this.child.stderr?.on('data', keep);
@@ -164,10 +170,16 @@ export class OpencodeProcess {
       });
       this.child.once('exit', (code, signal) => {
         this.exitInfo = { code, signal };
+        this.wake();
         if (code !== 0 && signal === null) this.log.warn({ code, tail: tail.slice(-5) }, 'opencode exited');
         resolve(this.exitInfo);
       });
     });
+  }
+
+  private wake(): void {
+    this.output.abort();
+    this.output = new AbortController();
   }
 
   get pid(): number | undefined {
@@ -178,7 +190,10 @@ export class OpencodeProcess {
     return this.exitInfo === null;
   }
 
-  /** Polls GET /global/health until healthy; throws on timeout or if the process exits first. */
+  /**
+   * Polls GET /global/health until healthy, every `pollMs` and whenever OpenCode writes output;
+   * throws on timeout or if the process exits first.
+   */
   async waitHealthy(timeoutMs: number, pollMs = 200, signal?: AbortSignal): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let lastError = 'not started';
@@ -186,6 +201,8 @@ export class OpencodeProcess {
       if (!this.alive)
         throw new Error(`opencode exited before becoming healthy (code ${this.exitInfo?.code})`);
       if (signal?.aborted) throw new Error('aborted');
+      // Taken before the check: output arriving while it runs ends the pause at once.
+      const output = this.output.signal;
       try {
         const health = await this.client.health(Math.min(2_000, Math.max(200, deadline - Date.now())));
         if (health.healthy) return;
@@ -193,7 +210,7 @@ export class OpencodeProcess {
       } catch (error) {
         lastError = error instanceof Error ? error.message : String(error);
       }
-      await sleep(pollMs, signal);
+      await sleep(pollMs, signal ? AbortSignal.any([signal, output]) : output);
     }
     throw new Error(`opencode did not become healthy within ${timeoutMs} ms (${lastError})`);
   }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -476,4 +476,52 @@ describe('daemon log lines', () => {
     expect(String(loop!.logError)).toMatch(/circular/i);
     expect(loop).not.toHaveProperty('cyclic');
   });
+});
+
+describe('OpenCode start', () => {
+  test('the health poll wakes when OpenCode prints, instead of waiting out its interval', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'singulacomp-fake-opencode-'));
+    // A stand-in for `opencode serve --port N`: answers unhealthy until SIGUSR2, then healthy, and
+    // prints its listening line as OpenCode does when it can answer (and a line once its port is
+    // open, as OpenCode prints a warning first). It marks each health request in a file, not on
+    // stdout, which would wake the poll itself.
+    const script = join(dir, 'fake-opencode.mjs');
+    await writeFile(
+      script,
+      `import { createServer } from 'node:http';
+import { appendFileSync } from 'node:fs';
+const port = Number(process.argv[process.argv.indexOf('--port') + 1]);
+let healthy = false;
+process.on('SIGUSR2', () => { healthy = true; console.log('opencode server listening on http://127.0.0.1:' + port); });
+createServer((req, res) => {
+  appendFileSync(${JSON.stringify(join(dir, 'polls'))}, 'x');
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ healthy, version: 'fake' }));
+}).listen(port, '127.0.0.1', () => console.log('started'));
+`,
+    );
+    const bin = join(dir, 'opencode');
+    await writeFile(bin, `#!/bin/sh\nexec '${process.execPath}' '${script}' "$@"\n`, { mode: 0o755 });
+    const { OpencodeProcess } = await import('../../agent/opencode');
+    const { freePort } = await import('../../contract/ports');
+    const proc = new OpencodeProcess({
+      bin,
+      port: await freePort(),
+      workspace: dir,
+      home: dir,
+      configDir: dir,
+      logger: createLogger('silent'),
+    });
+    try {
+      const polls = async () => (await readFile(join(dir, 'polls'), 'utf8').catch(() => '')).length;
+      // An interval far beyond the test's timeout: only the output can end the pause.
+      const healthy = proc.waitHealthy(600_000, 600_000);
+      await waitFor(async () => (await polls()) >= 1, 30_000, 'a first health request');
+      proc.signal('SIGUSR2');
+      await healthy;
+      expect(await polls()).toBeGreaterThanOrEqual(2);
+    } finally {
+      await proc.stop(1_000);
+    }
+  }, 60_000);
 });
