@@ -119,6 +119,8 @@ export function createJobQueue(options: JobQueueOptions) {
     expireInSeconds: 3_600,
   };
   let started = false;
+  /** This process's workers, by queue. */
+  const workers = new Map<JobName, string[]>();
 
   return {
     boss,
@@ -138,14 +140,20 @@ export function createJobQueue(options: JobQueueOptions) {
       started = true;
     },
 
-    /** Enqueues a job; `key` names the resource so its history can be found (findJobs). */
+    /**
+     * Enqueues a job; `key` names the resource so its history can be found (findJobs). This
+     * process's workers of that queue look for it at once instead of at their next poll (up to
+     * `pollingIntervalSeconds` later): a session's provisioning starts as soon as it is created.
+     */
     async send(name: JobName, data: object, key: string): Promise<string | null> {
-      return boss.send(name, data, { singletonKey: key });
+      const id = await boss.send(name, data, { singletonKey: key });
+      if (id) for (const worker of workers.get(name) ?? []) boss.notifyWorker(worker);
+      return id;
     },
 
     /** Runs handler for jobs of `name` on this process until stop(). */
     async work<T extends object>(name: JobName, handler: (job: Job<T>) => Promise<unknown>): Promise<void> {
-      await boss.work<T>(
+      const worker = await boss.work<T>(
         name,
         {
           pollingIntervalSeconds: options.pollingIntervalSeconds ?? 1,
@@ -157,6 +165,7 @@ export function createJobQueue(options: JobQueueOptions) {
           return undefined;
         },
       );
+      workers.set(name, [...(workers.get(name) ?? []), worker]);
     },
 
     /** The newest jobs of `name` for `key`, newest first. */
@@ -185,6 +194,7 @@ export function createJobQueue(options: JobQueueOptions) {
     async stop(timeoutMs: number): Promise<void> {
       if (!started) return;
       started = false;
+      workers.clear();
       await boss.stop({ graceful: true, timeout: timeoutMs, close: true }).catch((error: unknown) => {
         log.warn({ err: error }, 'job queue did not stop cleanly');
       });
