@@ -114,7 +114,11 @@ describe('realtime across two server processes sharing PostgreSQL and Redis', ()
     const s = socket(b);
     const w = watch(s, SessionUpdatedDocument, { id, after: await cursor('sessionUpdated', id) });
     const stopped = await stop(a, id);
-    const [event] = await w.waitForEvents(1);
+    // The daemon's reports while its agent starts update the session too; the stop's event is the
+    // one that says STOPPED, and whatever came before it is older.
+    const event = await waitFor(() => w.events.find((e) => e.data.sessionUpdated.status === 'STOPPED'));
+    const before = w.events.slice(0, w.events.indexOf(event));
+    expect(before.filter((e) => e.seq >= stopped.seq || e.data.sessionUpdated.sessionId !== id)).toEqual([]);
     expect(event!.data.sessionUpdated).toMatchObject({
       sessionId: id,
       status: 'STOPPED',
