@@ -171,6 +171,9 @@ interface GitCall {
 
 // Mirrors are never garbage-collected or maintained behind our back: a repack deleting packs while a
 // parallel push reads them is exactly the kind of failure the design avoids.
+/** Commits remembered per mirror (see knownCommits) before the memory starts over. */
+const KNOWN_COMMITS_PER_MIRROR = 10_000;
+
 const MIRROR_CONFIG = `[gc]
 \tauto = 0
 [maintenance]
@@ -201,6 +204,11 @@ export function createGitService(options: GitServiceOptions): GitService {
   // A lock holder runs a handful of commands, each bounded by timeoutMs.
   const lockOptions = { staleMs: timeoutMs * 3 + 10_000, acquireTimeoutMs: timeoutMs * 4 + 15_000 };
   const inflightFetches = new Map<string, Promise<string | null>>();
+  /**
+   * Commits known to be in each mirror (by its directory), so a session create, which cuts its
+   * branch from a commit the mirror has, does not start `git cat-file` to ask again each time.
+   */
+  const knownCommits = new Map<string, Set<string>>();
 
   /** Batches share a git call only with callers of the same upstream and the same credential. */
   function batchKey(repo: ParsedRepo, dir: string): string {
@@ -306,6 +314,8 @@ export function createGitService(options: GitServiceOptions): GitService {
   async function ensureMirror(repo: ParsedRepo): Promise<string> {
     const { dir } = mirrorPaths(repo);
     if (await exists(join(dir, 'HEAD'))) return dir;
+    // A mirror removed from the cache takes its commits with it.
+    knownCommits.delete(dir);
     await mkdir(join(cacheDir, 'mirrors'), { recursive: true });
     await locked(repo, async () => {
       if (await exists(join(dir, 'HEAD'))) return;
@@ -348,10 +358,24 @@ export function createGitService(options: GitServiceOptions): GitService {
   }
 
   async function hasCommit(repo: ParsedRepo, dir: string, sha: string): Promise<boolean> {
+    if (knownCommits.get(dir)?.has(sha)) return true;
     const args = [`--git-dir=${dir}`, 'cat-file', '-e', `${sha}^{commit}`];
     const result = await git(repo, args);
     if (result.timedOut) throw failure(repo, args, result);
-    return result.exitCode === 0;
+    if (result.exitCode !== 0) return false;
+    remember(dir, sha);
+    return true;
+  }
+
+  /** Notes a commit present in a mirror, which keeps it: mirrors never run gc (MIRROR_CONFIG). */
+  function remember(dir: string, sha: string): void {
+    let shas = knownCommits.get(dir);
+    if (!shas) {
+      shas = new Set();
+      knownCommits.set(dir, shas);
+    }
+    if (shas.size >= KNOWN_COMMITS_PER_MIRROR) shas.clear();
+    shas.add(sha);
   }
 
   async function mirrorRefValue(repo: ParsedRepo, dir: string, ref: string): Promise<string | null> {

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import {
@@ -79,6 +80,17 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     expect(refValue(upstream.dir, 'refs/heads/from-feature')).toBe(upstream.feature);
     expect(refValue(upstream.dir, 'refs/heads/from-sha')).toBe(upstream.first);
     expect(refValue(upstream.dir, 'refs/heads/from-head')).toBe(upstream.second);
+  });
+
+  test('a cut from a commit after its mirror was removed from the cache rebuilds the mirror and lands', async ({
+    tmp,
+  }) => {
+    const { upstream, service, repo } = setup(tmp);
+    expect((await service.cutBranch(repo, upstream.first, 'before-wipe')).commit).toBe(upstream.first);
+    // The service knows the mirror holds that commit; the mirror goes, and that knowledge with it.
+    await rm(await service.mirrorDir(repo), { recursive: true, force: true });
+    expect((await service.cutBranch(repo, upstream.first, 'after-wipe')).commit).toBe(upstream.first);
+    expect(refValue(upstream.dir, 'refs/heads/after-wipe')).toBe(upstream.first);
   });
 
   test('a second cut with the same name fails with GitBranchExistsError and does not move the branch', async ({
