@@ -37,6 +37,8 @@ export interface TelemetryServiceOptions {
   pruneEvery?: number;
   /** Largest group-committed INSERT. @default 500 */
   maxBatch?: number;
+  /** Group-committed INSERTs running at once; reports arriving meanwhile wait for the next. @default 2 */
+  maxFlushesInFlight?: number;
   now?: () => number;
 }
 
@@ -132,6 +134,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
   const maxAgeMs = options.maxAgeMs ?? 7 * 24 * 3_600_000;
   const pruneEvery = options.pruneEvery ?? 100;
   const maxBatch = options.maxBatch ?? 500;
+  const maxFlushes = options.maxFlushesInFlight ?? 2;
   let queue: Pending[] = [];
   let scheduled = false;
   const inFlight = new Set<Promise<void>>();
@@ -197,14 +200,22 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
     for (const row of batch) countInsert(row.row.sandboxId);
   }
 
+  /**
+   * Sends what is queued as INSERTs of up to maxBatch rows, with at most maxFlushes of them in
+   * flight: reports that arrive while they run wait and go together in the next one (group
+   * commit), so under load a statement carries many rows instead of each tick sending its own.
+   */
   function drain(): void {
     scheduled = false;
-    while (queue.length > 0) {
+    while (queue.length > 0 && inFlight.size < maxFlushes) {
       const batch = queue.slice(0, maxBatch);
       queue = queue.slice(batch.length);
       const work = flush(batch);
       inFlight.add(work);
-      void work.finally(() => inFlight.delete(work));
+      void work.finally(() => {
+        inFlight.delete(work);
+        if (queue.length > 0) drain();
+      });
     }
   }
 

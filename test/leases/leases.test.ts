@@ -550,6 +550,56 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(await t.app.services.db.telemetrySample.count({ where: { sandboxId: s.sandboxId } })).toBe(0);
     });
 
+    test('reports that arrive while an insert runs wait and go together in the next one', async () => {
+      const s = await startSession(t, projectId);
+      const raw = t.app.services.database.raw;
+      // The real database, with the first INSERT held until the test lets it go.
+      const inserts: number[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const telemetry = createTelemetryService({
+        db: t.app.services.db,
+        events: t.app.services.events,
+        logger: t.app.services.logger,
+        maxFlushesInFlight: 1,
+        sql: {
+          ...raw,
+          async query(text, params) {
+            if (/INSERT INTO "TelemetrySample"/.test(text)) {
+              inserts.push((params?.[0] as unknown[]).length);
+              if (inserts.length === 1) await held;
+            }
+            return raw.query(text, params);
+          },
+        },
+      });
+      const principal = {
+        kind: 'SANDBOX',
+        sessionId: s.sessionId,
+        sandboxId: s.sandboxId,
+        accountId: '',
+      } as never;
+      const report = (i: number) =>
+        telemetry.report(principal, { ...SAMPLE, load1: i, sandboxId: s.sandboxId });
+      const first = report(0);
+      await waitFor(() => inserts.length === 1);
+      // Nine more, each in a tick of its own: without the limit each tick would send its own INSERT.
+      const rest: Promise<{ id: bigint; load1: number }>[] = [];
+      for (let i = 1; i < 10; i++) {
+        rest.push(report(i));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(inserts).toEqual([1]);
+      release();
+      const samples = await Promise.all([first, ...rest]);
+      expect(inserts).toEqual([1, 9]);
+      expect(samples.map((r) => r.load1)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(new Set(samples.map((r) => r.id)).size).toBe(10);
+      expect(await t.app.services.db.telemetrySample.count({ where: { sandboxId: s.sandboxId } })).toBe(10);
+    });
+
     test('each reported sample is returned exactly as it was stored and has exactly one event, live and in the log', async () => {
       const s = await startSession(t, projectId);
       const principal = {
