@@ -7,7 +7,7 @@
 //  3. createSession p50/p99 (limit check included) under 20 concurrent callers vs one caller.
 // The load generator runs in its own process (bench/support/load.ts); the servers run here.
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createSchema, createYoga } from 'graphql-yoga';
 import type { Prisma } from '../prisma/generated/client/client';
@@ -28,6 +28,18 @@ const PAGE_ITERATIONS = 60;
 const CREATES = 100;
 const CREATE_CONCURRENCY = 20;
 
+/** Listens on a free loopback port; `url` is `path` there. */
+async function serve(server: Server, path: string): Promise<{ url: string; close(): Promise<void> }> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}${path}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 async function startBareYoga(): Promise<{ url: string; close(): Promise<void> }> {
   const yoga = createYoga({
     schema: createSchema({
@@ -39,14 +51,7 @@ async function startBareYoga(): Promise<{ url: string; close(): Promise<void> }>
     graphiql: false,
   });
   const server = createServer(yoga.requestListener);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}/graphql`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+  return serve(server, '/graphql');
 }
 
 /**
@@ -62,14 +67,7 @@ async function startHttpFloor(): Promise<{ url: string; close(): Promise<void> }
       res.end(reply);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}/graphql`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+  return serve(server, '/graphql');
 }
 
 /**
@@ -135,14 +133,7 @@ async function startHandWrittenPage(
       res.end(body);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}/sessions`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+  return serve(server, '/sessions');
 }
 
 export async function run(): Promise<BenchResult[]> {

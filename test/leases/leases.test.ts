@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import type { StopReason } from '../../prisma/generated/client/enums';
 import { createReaper } from '../../resolvers/leases/reaper';
+import type { Principal } from '../../resolvers/auth/principal';
 import { createTelemetryService } from '../../resolvers/daemon/telemetry';
 import {
   AgentSessionDocument,
@@ -22,6 +23,11 @@ import { streamStarted, waitFor } from '../support/wait';
 import { type LiveSession, createProject, recordingProvider, startSession } from './helpers';
 
 const IDLE_MS = 60_000;
+
+/** The principal a session's sandbox token authenticates as, for calling the telemetry service directly. */
+function sandboxPrincipal(s: { sessionId: string; sandboxId: string }): Principal {
+  return { kind: 'SANDBOX', sessionId: s.sessionId, sandboxId: s.sandboxId, accountId: '' } as never;
+}
 const TTL_MS = 180_000;
 
 for (const db of ['postgres', 'pglite'] as const) {
@@ -528,12 +534,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         pruneEvery: 1_000,
         now: () => clock.now,
       });
-      const principal = {
-        kind: 'SANDBOX',
-        sessionId: s.sessionId,
-        sandboxId: s.sandboxId,
-        accountId: '',
-      } as never;
+      const principal = sandboxPrincipal(s);
       for (let i = 0; i < 12; i++) {
         clock.now += 60_000;
         await telemetry.report(principal, { ...SAMPLE, load1: i, sandboxId: s.sandboxId });
@@ -575,12 +576,7 @@ for (const db of ['postgres', 'pglite'] as const) {
           },
         },
       });
-      const principal = {
-        kind: 'SANDBOX',
-        sessionId: s.sessionId,
-        sandboxId: s.sandboxId,
-        accountId: '',
-      } as never;
+      const principal = sandboxPrincipal(s);
       const report = (i: number) =>
         telemetry.report(principal, { ...SAMPLE, load1: i, sandboxId: s.sandboxId });
       const first = report(0);
@@ -602,12 +598,7 @@ for (const db of ['postgres', 'pglite'] as const) {
 
     test('each reported sample is returned exactly as it was stored and has exactly one event, live and in the log', async () => {
       const s = await startSession(t, projectId);
-      const principal = {
-        kind: 'SANDBOX',
-        sessionId: s.sessionId,
-        sandboxId: s.sandboxId,
-        accountId: '',
-      } as never;
+      const principal = sandboxPrincipal(s);
       const reasons = ['INTERVAL', 'STATE_CHANGE', 'MEMORY_GUARD'] as const;
       const live = t.app.services.pubsub.subscribe('telemetry', s.sandboxId);
       await streamStarted(live);
