@@ -569,7 +569,7 @@ for (const db of ['postgres', 'pglite'] as const) {
           ...raw,
           async query(text, params) {
             if (/INSERT INTO "TelemetrySample"/.test(text)) {
-              inserts.push((params?.[0] as unknown[]).length);
+              inserts.push((params as unknown[][])[0]!.length);
               if (inserts.length === 1) await held;
             }
             return raw.query(text, params);
