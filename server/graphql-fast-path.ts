@@ -10,7 +10,8 @@
 // only, and a query text whose document yoga parsed, validated (depth, cost and the other limits)
 // and started executing before, with one operation that runs compiled and no introspection.
 // Anything else, and any request that cannot be decided without yoga (a token that does not
-// authenticate, variables that do not coerce), is handed to yoga with the body already read.
+// authenticate, several Authorization headers, variables that do not coerce), is handed to yoga
+// with the body already read.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type DocumentNode,
@@ -189,6 +190,8 @@ export function createGraphqlFastPath(options: GraphqlFastPathOptions) {
       if (params.operationName != null && params.operationName !== entry.operation.name?.value) {
         return handOver(yoga, req, res, body);
       }
+      // Node keeps the first of several Authorization headers, yoga would read them joined.
+      if ((req.headersDistinct.authorization?.length ?? 0) > 1) return handOver(yoga, req, res, body);
       let contextValue: Context;
       try {
         contextValue = await httpContext(services, req.headers.authorization ?? null);

@@ -2,6 +2,7 @@
 // before is answered from node:http. Each request below is sent twice; the first is yoga's answer,
 // the second the fast path's (or yoga's again, where only yoga can answer), and both must be the
 // same bytes with the same status and headers. /metrics tells which path answered.
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
 import { withClient } from '../support/database';
@@ -110,6 +111,26 @@ describe('GraphQL fast path', () => {
     expect(answer.second).toEqual(answer.first);
     expect(answer.first.status).toBe(status);
     expect(answer.path).toBe(path);
+  });
+
+  test('a request with two Authorization headers is handed to yoga, which reads them joined', async () => {
+    await send(VIEWER);
+    const before = await outcomes();
+    const status = await new Promise<number>((resolve, reject) => {
+      const body = JSON.stringify(VIEWER);
+      const req = request(t.graphqlUrl, { method: 'POST' }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.setHeader('content-type', 'application/json');
+      req.setHeader('content-length', Buffer.byteLength(body));
+      req.setHeader('authorization', [`Bearer ${t.adminToken}`, 'Bearer another']);
+      req.on('error', reject);
+      req.end(body);
+    });
+    const after = await outcomes();
+    expect(status).toBe(401);
+    expect(after).toEqual({ answered: before.answered, handedOver: before.handedOver + 1 });
   });
 
   test('a mutation on the fast path runs once per request, with its own variables', async () => {
