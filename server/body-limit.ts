@@ -68,3 +68,20 @@ export function useRequestBodyLimit(limit: number): Plugin {
     },
   };
 }
+
+/**
+ * Reads a request body (or a stream decoded from it) whole. With a `limit`, null once it grows past
+ * that many bytes (the rest is not read), for the caller to answer with its own 413.
+ */
+export function readBody(source: AsyncIterable<Buffer>): Promise<Buffer>;
+export function readBody(source: AsyncIterable<Buffer>, limit: number): Promise<Buffer | null>;
+export async function readBody(source: AsyncIterable<Buffer>, limit = Number.POSITIVE_INFINITY) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    size += chunk.length;
+    if (size > limit) return null;
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}

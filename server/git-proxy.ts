@@ -20,6 +20,7 @@ import {
 } from '../resolvers/git/access';
 import { spawnGitService } from '../resolvers/git/exec';
 import type { GitService } from '../resolvers/git/git';
+import { readBody } from './body-limit';
 import type { Logger } from './logger';
 
 const ROUTE = /^\/v1\/git\/([^/]+)\.git\/(info\/refs|git-upload-pack|git-receive-pack)$/;
@@ -112,17 +113,12 @@ export function pushReport(
   return Buffer.concat(parts);
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+async function readPush(req: IncomingMessage, limit: number): Promise<Buffer> {
   const source: NodeJS.ReadableStream =
     req.headers['content-encoding'] === 'gzip' ? req.pipe(createGunzip()) : req;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new GitAccessError(400, `Push larger than ${limit} bytes.`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  const body = await readBody(source as AsyncIterable<Buffer>, limit);
+  if (!body) throw new GitAccessError(400, `Push larger than ${limit} bytes.`);
+  return body;
 }
 
 /** Runs a stateless-rpc git service on the mirror with `input`, collecting its output. */
@@ -212,7 +208,7 @@ export function createGitProxy(options: GitProxyOptions): GitProxy {
   }
 
   async function receivePack(req: IncomingMessage, res: ServerResponse, grant: GitGrant) {
-    const body = await readBody(req, maxPushBytes);
+    const body = await readPush(req, maxPushBytes);
     const { commands, capabilities } = parsePushCommands(body);
     const answer = (payload: Buffer) =>
       res

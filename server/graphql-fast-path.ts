@@ -13,19 +13,15 @@
 // authenticate, several Authorization headers, variables that do not coerce), is handed to yoga
 // with the body already read.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  type DocumentNode,
-  type ExecutionResult,
-  type GraphQLError,
-  type OperationDefinitionNode,
-  visit,
-} from 'graphql';
+import type { DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNode } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
 import { type Plugin, createLRUCache, processRegularResult } from 'graphql-yoga';
 import type { Context } from '../schema/builder';
 import type { Services } from '../resolvers/services';
 import { type QueryCompiler, operationToCompile, runCompiled } from './compiled-execution';
+import { readBody } from './body-limit';
 import { httpContext } from './context';
+import { introspects } from './graphql-guards';
 
 /** Query texts kept ready to run, by their text. */
 const PREPARED_DOCUMENTS = 1_000;
@@ -66,16 +62,6 @@ const CAPTURE = { Response: Captured } as unknown as Parameters<typeof processRe
 /** Marks a compiled execution that refused its variables (see runCompiled): yoga answers those. */
 const REFUSED: unique symbol = Symbol('refused variables');
 
-function introspects(document: DocumentNode): boolean {
-  let found = false;
-  visit(document, {
-    Field(node) {
-      if (node.name.value === '__schema' || node.name.value === '__type') found = true;
-    },
-  });
-  return found;
-}
-
 function isParams(value: unknown): value is Params {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const params = value as Record<string, unknown>;
@@ -86,15 +72,6 @@ function isParams(value: unknown): value is Params {
     (variables == null || (typeof variables === 'object' && !Array.isArray(variables))) &&
     (operationName == null || typeof operationName === 'string')
   );
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.once('error', reject);
-  });
 }
 
 /** What the fast path needs of yoga: its fetch-API handler, for the requests it hands over. */

@@ -1,8 +1,19 @@
 // Request-level rules of the GraphQL endpoint that no schema field can enforce: who may introspect,
 // and which transport may carry a subscription.
-import { getOperationAST, parse, visit } from 'graphql';
+import { type DocumentNode, getOperationAST, parse, visit } from 'graphql';
 import { type Plugin, createGraphQLError } from 'graphql-yoga';
 import type { Context } from '../schema/builder';
+
+/** Whether a document asks for the schema (`__schema` or `__type`; `__typename` is no introspection). */
+export function introspects(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Field(node) {
+      if (node.name.value === '__schema' || node.name.value === '__type') found = true;
+    },
+  });
+  return found;
+}
 
 /**
  * Introspection for anonymous callers only where the instance allows it (off in production by
@@ -12,13 +23,7 @@ export function useIntrospectionGate(mode: 'all' | 'authenticated'): Plugin<Cont
   return {
     onExecute({ args }) {
       if (mode === 'all' || (args.contextValue as Context).principal) return;
-      let introspects = false;
-      visit(args.document, {
-        Field(node) {
-          if (node.name.value === '__schema' || node.name.value === '__type') introspects = true;
-        },
-      });
-      if (introspects) {
+      if (introspects(args.document)) {
         throw createGraphQLError('Introspection needs a token on this instance.', {
           extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
         });

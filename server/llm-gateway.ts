@@ -15,6 +15,7 @@ import {
   trimImages,
   usageFrom,
 } from '../resolvers/gateway/llm';
+import { readBody } from './body-limit';
 import type { Logger } from './logger';
 
 export const LLM_PREFIX = '/v1/llm/';
@@ -49,17 +50,12 @@ const PASS_RESPONSE_HEADERS = [
 /** Anthropic request headers that select API behaviour (not credentials). */
 const PASS_ANTHROPIC_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) throw new GatewayError(413, 'request_too_large', `Request body over ${limit} bytes.`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new GatewayError(413, 'request_too_large', `Request body over ${limit} bytes.`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+async function readRequest(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => new GatewayError(413, 'request_too_large', `Request body over ${limit} bytes.`);
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge();
+  const body = await readBody(req, limit);
+  if (!body) throw tooLarge();
+  return body;
 }
 
 export interface LlmGatewayTransportOptions {
@@ -112,7 +108,7 @@ export function createLlmGateway(options: LlmGatewayTransportOptions) {
       let body: string | undefined;
       let streaming = false;
       if (route.method === 'POST') {
-        const raw = await readBody(req, LLM_MAX_BODY_BYTES);
+        const raw = await readRequest(req, LLM_MAX_BODY_BYTES);
         let json: Record<string, unknown>;
         try {
           json = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;

@@ -6,6 +6,7 @@
 // TRIGGER_PAUSED, REPLAYED, CONCURRENT_SESSION_LIMIT, FIRING_FAILED, TRIGGER_NOT_FOUND).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerService } from '../resolvers/triggers/triggers';
+import { readBody } from './body-limit';
 import type { Logger } from './logger';
 
 const ROUTE = /^\/v1\/triggers\/([^/]+)\/webhook$/;
@@ -24,13 +25,8 @@ export async function handleWebhook(
   };
   if (req.method !== 'POST') return reply(405, { error: 'Use POST.' });
   const triggerId = ROUTE.exec((req.url ?? '').split('?')[0] ?? '')?.[1] ?? '';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > options.maxBodyBytes) return reply(413, { error: 'Body too large (limit 1 MiB).' });
-    chunks.push(chunk);
-  }
+  const body = await readBody(req, options.maxBodyBytes);
+  if (!body) return reply(413, { error: 'Body too large (limit 1 MiB).' });
   try {
     const header = (name: string): string | undefined => {
       const value = req.headers[name];
@@ -39,7 +35,7 @@ export async function handleWebhook(
     const outcome = await options.triggers.deliver(triggerId, {
       signature: header(SIGNATURE_HEADER),
       timestamp: header(TIMESTAMP_HEADER),
-      body: Buffer.concat(chunks),
+      body,
     });
     reply(outcome.status, {
       code: outcome.code,
