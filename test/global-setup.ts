@@ -1,7 +1,7 @@
 // Runs once per test run, in vitest's main process (vitest 4 global setup).
 // - The generated clients must exist (npm install runs `generate`), and the daemon bundle LOCAL
-//   sandboxes run is rebuilt from the current agent/ sources; the dashboard (dist/web) when web/
-//   changed since it was built.
+//   sandboxes run is rebuilt from the current agent/ sources; the server bundle server processes
+//   run when a source changed since it was built; the dashboard (dist/web) when web/ changed since.
 // - Migrates one template database; createTestDatabase() clones it (CREATE DATABASE … TEMPLATE …),
 //   so test files no longer each run every migration.
 // - Marks the run (run id, TMPDIR below a run directory, see support/test-run.ts) and, at the end,
@@ -14,6 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTemplateDatabase, dropDatabase } from './support/database';
 import { TEMPLATE_DATABASE_VARIABLE, TEST_RUN_VARIABLE, runProcesses } from './support/test-run';
+
+/** Rebuilds dist/server.mjs when it is missing or older than a file it was built from. */
+const BUILD_SERVER_IF_STALE = `
+import { SERVER, buildBundle, staleReason } from './scripts/bundles.mjs';
+if (staleReason(SERVER)) await buildBundle(SERVER);
+`;
 
 /** How long teardown lets the run's processes finish exiting before it calls them leaked. */
 const LEAK_GRACE_MS = 10_000;
@@ -53,6 +59,13 @@ export default async function setup(): Promise<() => Promise<void>> {
     stdio: 'inherit',
   });
   if (cli.status !== 0) throw new Error('Building dist/singulacomp.mjs failed.');
+  // The server bundle that server processes run (support/server-process.ts), when a source changed
+  // since it was built: the tests run what `npm start` runs.
+  const server = spawnSync(process.execPath, ['--input-type=module', '-e', BUILD_SERVER_IF_STALE], {
+    cwd: new URL('..', import.meta.url).pathname,
+    stdio: 'inherit',
+  });
+  if (server.status !== 0) throw new Error('Building dist/server.mjs failed.');
   buildDashboardIfStale();
   const runId = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const previousTmpdir = process.env.TMPDIR;
