@@ -23,8 +23,9 @@ export default defineConfig({
     // run that keeps both cores busy. Files share no state beyond that: each starts its own app,
     // database and processes and stops them in its afterAll.
     isolate: false,
-    // 2-core CI machine: real databases, git and opencode processes. Most of a file's time is spent
-    // waiting on them (a full run keeps the cores about a third busy), so four files run at once.
+    // 2-core CI machine: real databases, git and opencode processes. Four files at once keep both
+    // cores busy for most of a run (vmstat: 85–99 %), the two daemon-lease files mostly waiting out
+    // real idle timeouts; more workers would only queue on the CPU.
     maxWorkers: 4,
     globalSetup: ['test/global-setup.ts'],
     sequence: { sequencer: LongFirstSequencer },
