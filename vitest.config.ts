@@ -20,8 +20,9 @@ export default defineConfig({
     pool: 'forks',
     // A worker process runs one file after another with the modules it already loaded (the app,
     // Prisma, the schema): loading them again for each of ~95 files cost over two CPU minutes of a
-    // run that keeps both cores busy. Files share no state beyond that: each starts its own app,
-    // database and processes and stops them in its afterAll.
+    // run that keeps both cores busy. Module-level state outlives a file (the port picker's recent
+    // ports, compiled documents); each file starts its own app, database and processes and stops
+    // them in its afterAll.
     isolate: false,
     // 2-core CI machine: real databases, git and opencode processes. Four files at once keep both
     // cores busy for most of a run (vmstat: 85–99 %), the two daemon-lease files mostly waiting out
