@@ -330,10 +330,19 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
      */
     async stopInternal(sessionId: string, reason: StopReason): Promise<Session | null> {
       const now = new Date();
-      const { count } = await db.session.updateMany({
-        where: { id: sessionId, status: { in: [...LIVE_SESSION_STATUSES] } },
-        data: { status: 'STOPPED', stopReason: reason, stoppedAt: now },
-      });
+      // The lease is released in the transaction that ends the session: nobody reads a STOPPED
+      // session whose lease still looks held, and from the commit on a daemon's renewal is refused.
+      // The teardown below releases it too (a session that failed instead), which is then a no-op.
+      const [{ count }] = await db.$transaction([
+        db.session.updateMany({
+          where: { id: sessionId, status: { in: [...LIVE_SESSION_STATUSES] } },
+          data: { status: 'STOPPED', stopReason: reason, stoppedAt: now },
+        }),
+        db.executionLease.updateMany({
+          where: { sessionId, releasedAt: null, session: { status: 'STOPPED', stoppedAt: now } },
+          data: { releasedAt: now },
+        }),
+      ]);
       if (count === 0) return null;
       await options.teardown(sessionId, reason).catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown did not complete');
