@@ -112,6 +112,27 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
   }
 
   /**
+   * Ends a session that is in one of `from` and releases its lease, in one transaction: nobody reads
+   * an ended session whose lease still looks held, and from the commit on a daemon's renewal is
+   * refused. The lease is released only when this call ended the session (its own `stoppedAt`).
+   * Returns whether it did; the teardown that follows releases the lease again, then a no-op.
+   */
+  async function endSession(
+    sessionId: string,
+    from: readonly SessionStatus[],
+    data: { status: 'STOPPED' | 'FAILED'; stopReason: StopReason; stoppedAt: Date; failureReason?: string },
+  ): Promise<boolean> {
+    const [{ count }] = await db.$transaction([
+      db.session.updateMany({ where: { id: sessionId, status: { in: [...from] } }, data }),
+      db.executionLease.updateMany({
+        where: { sessionId, releasedAt: null, session: { status: data.status, stoppedAt: data.stoppedAt } },
+        data: { releasedAt: data.stoppedAt },
+      }),
+    ]);
+    return count > 0;
+  }
+
+  /**
    * The authoritative check (R-SES-2): one short transaction per batch of an account's concurrent
    * creates holds the account row lock, which serialises admissions across server processes, counts
    * the live sessions and inserts as many of the batch as the limit leaves room for, in arrival
@@ -291,17 +312,13 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       reason: string,
       onlyFrom: ReadonlyArray<'PROVISIONING' | 'RUNNING'> = LIVE_SESSION_STATUSES,
     ): Promise<Session> {
-      const now = new Date();
-      const { count } = await db.session.updateMany({
-        where: { id: sessionId, status: { in: [...onlyFrom] } },
-        data: {
-          status: 'FAILED',
-          failureReason: reason.slice(0, 2_000),
-          stopReason: 'FAILED',
-          stoppedAt: now,
-        },
+      const ended = await endSession(sessionId, onlyFrom, {
+        status: 'FAILED',
+        failureReason: reason.slice(0, 2_000),
+        stopReason: 'FAILED',
+        stoppedAt: new Date(),
       });
-      if (count === 0) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      if (!ended) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
       await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown after failure did not complete');
       });
@@ -329,21 +346,12 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
      * `where` narrows the transition further (the reaper passes its fencing condition).
      */
     async stopInternal(sessionId: string, reason: StopReason): Promise<Session | null> {
-      const now = new Date();
-      // The lease is released in the transaction that ends the session: nobody reads a STOPPED
-      // session whose lease still looks held, and from the commit on a daemon's renewal is refused.
-      // The teardown below releases it too (a session that failed instead), which is then a no-op.
-      const [{ count }] = await db.$transaction([
-        db.session.updateMany({
-          where: { id: sessionId, status: { in: [...LIVE_SESSION_STATUSES] } },
-          data: { status: 'STOPPED', stopReason: reason, stoppedAt: now },
-        }),
-        db.executionLease.updateMany({
-          where: { sessionId, releasedAt: null, session: { status: 'STOPPED', stoppedAt: now } },
-          data: { releasedAt: now },
-        }),
-      ]);
-      if (count === 0) return null;
+      const ended = await endSession(sessionId, LIVE_SESSION_STATUSES, {
+        status: 'STOPPED',
+        stopReason: reason,
+        stoppedAt: new Date(),
+      });
+      if (!ended) return null;
       await options.teardown(sessionId, reason).catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown did not complete');
       });

@@ -402,10 +402,10 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(view.data?.session).toMatchObject({ status: 'STOPPED', stopReason: 'LEASE_EXPIRED' });
     });
 
-    test('a stop releases the lease in the transaction that ends the session: no reader sees it STOPPED with its lease held', async () => {
+    test('a stop or a failure releases the lease in the transaction that ends the session: no reader sees it ended with its lease held', async () => {
       const sql = (text: string) => t.app.services.db.$executeRawUnsafe(text);
-      // A constraint trigger deferred to commit records, for each session that became STOPPED, how
-      // many of its leases were still unreleased when that change became visible.
+      // A constraint trigger deferred to commit records, for each session that became STOPPED or
+      // FAILED, how many of its leases were still unreleased when that change became visible.
       await sql('CREATE TABLE "StopProbe" ("sessionId" uuid NOT NULL, "unreleased" int NOT NULL)');
       await sql(`CREATE FUNCTION stop_probe() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -415,27 +415,33 @@ for (const db of ['postgres', 'pglite'] as const) {
         END $$`);
       await sql(`CREATE CONSTRAINT TRIGGER stop_probe AFTER UPDATE OF "status" ON "Session"
         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-        WHEN (NEW."status" = 'STOPPED' AND OLD."status" <> 'STOPPED') EXECUTE FUNCTION stop_probe()`);
+        WHEN (NEW."status" IN ('STOPPED', 'FAILED') AND OLD."status" IN ('PROVISIONING', 'RUNNING'))
+        EXECUTE FUNCTION stop_probe()`);
       try {
-        const s = await startSession(t, projectId);
-        expect((await renew(s)).data?.renewLease).toMatchObject({ lease: { generation: 1 } });
-        expect(await t.app.services.sessions.stopInternal(s.sessionId, 'USER')).toMatchObject({
-          status: 'STOPPED',
-        });
-        const seen = await t.app.services.db.$queryRawUnsafe<Array<{ unreleased: number }>>(
-          `SELECT "unreleased" FROM "StopProbe" WHERE "sessionId" = '${s.sessionId}'`,
-        );
-        expect(seen).toEqual([{ unreleased: 0 }]);
-        const lease = await t.app.services.db.executionLease.findUniqueOrThrow({
-          where: { sessionId: s.sessionId },
-        });
-        const stored = await t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
-        expect(lease.releasedAt).toEqual(stored.stoppedAt);
-        // The daemon's renewal after the stop is refused: the lease stays as the stop left it.
-        await renew(s, 1);
-        expect(
-          await t.app.services.db.executionLease.findUniqueOrThrow({ where: { sessionId: s.sessionId } }),
-        ).toEqual(lease);
+        const lifecycle = t.app.services.sessions;
+        const ends = [
+          { status: 'STOPPED', end: (id: string) => lifecycle.stopInternal(id, 'USER') },
+          { status: 'FAILED', end: (id: string) => lifecycle.fail(id, 'the provider lost the sandbox') },
+        ];
+        for (const { status, end } of ends) {
+          const s = await startSession(t, projectId);
+          expect((await renew(s)).data?.renewLease).toMatchObject({ lease: { generation: 1 } });
+          expect(await end(s.sessionId)).toMatchObject({ status });
+          const seen = await t.app.services.db.$queryRawUnsafe<Array<{ unreleased: number }>>(
+            `SELECT "unreleased" FROM "StopProbe" WHERE "sessionId" = '${s.sessionId}'`,
+          );
+          expect(seen).toEqual([{ unreleased: 0 }]);
+          const lease = await t.app.services.db.executionLease.findUniqueOrThrow({
+            where: { sessionId: s.sessionId },
+          });
+          const stored = await t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
+          expect(lease.releasedAt).toEqual(stored.stoppedAt);
+          // The daemon's renewal after the end is refused: the lease stays as the end left it.
+          await renew(s, 1);
+          expect(
+            await t.app.services.db.executionLease.findUniqueOrThrow({ where: { sessionId: s.sessionId } }),
+          ).toEqual(lease);
+        }
       } finally {
         await sql('DROP TRIGGER stop_probe ON "Session"');
         await sql('DROP FUNCTION stop_probe()');
