@@ -334,7 +334,7 @@ export async function run(): Promise<BenchResult[]> {
         value: round(parallel.p50Ms),
         unit: 'ms',
         baseline: round(serial.p50Ms),
-        note: 'baseline: one caller; includes ref resolution, the locked limit check and the git branch cut',
+        note: 'baseline: one caller; includes ref resolution (answers up to SINGULACOMP_REF_CACHE_MS old taken), the locked limit check and the git branch cut',
       },
       {
         name: `createSession p99 (${CREATE_CONCURRENCY} concurrent callers)`,

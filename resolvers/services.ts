@@ -57,6 +57,8 @@ export interface ServicesConfig {
   reaperIntervalMs: number;
   /** Admission transaction: wait for a connection at most / run at most. */
   transaction: { maxWaitMs: number; timeoutMs: number };
+  /** How old a base ref's answer a session create accepts (0: it asks the upstream every time). */
+  refCacheMs: number;
   jobs: {
     heartbeatSeconds: number;
     provisioningResumeMs: number;
@@ -199,6 +201,7 @@ export function createServices(options: ServicesOptions): Services {
     retryAfterSeconds: options.config.retryAfterSeconds,
     ...(options.onAdmissionRefused ? { onRefused: options.onAdmissionRefused } : {}),
     transaction: options.config.transaction,
+    refCacheMs: options.config.refCacheMs,
     provision: (id) => provisioner.start(id),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
     // retries with backoff on any process.

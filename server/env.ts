@@ -166,6 +166,12 @@ const variables = z.object({
   /** Interactive transactions (admission): wait for a connection at most / run at most this long. */
   SINGULACOMP_TX_MAX_WAIT_MS: ms.default(5_000),
   SINGULACOMP_TX_TIMEOUT_MS: ms.default(5_000),
+  /**
+   * A session create takes the commit its base ref named up to this long ago instead of asking the
+   * upstream again (a burst from one branch asks once); pushes this server makes forget it. 0: ask
+   * every time.
+   */
+  SINGULACOMP_REF_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   /** A provisioning job whose worker stopped heart-beating for this long is taken over (min 10). */
   SINGULACOMP_JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).default(10),
   /** A PROVISIONING session that no job covers is resumed or failed after this long. */
@@ -308,6 +314,7 @@ const schema = variables.transform((e) => ({
     txTimeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS,
   },
   transaction: { maxWaitMs: e.SINGULACOMP_TX_MAX_WAIT_MS, timeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS },
+  refCacheMs: e.SINGULACOMP_REF_CACHE_MS,
   unavailableRetryAfterSeconds: e.SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS,
   jobs: {
     heartbeatSeconds: e.SINGULACOMP_JOB_HEARTBEAT_SECONDS,

@@ -7,7 +7,9 @@
 // ls-remote and pushes run in parallel, since none of them writes to the mirror. Concurrent ref
 // lookups against one upstream share one ls-remote, and concurrent branch cuts one push (session
 // creates arrive in bursts); each such batch starts after all its callers asked, so none of them
-// sees an answer older than its question.
+// sees an answer older than its question, unless it asks for one: resolveRef takes a maxAgeMs, and
+// session creates accept a ref answer up to SINGULACOMP_REF_CACHE_MS old (pushes made through this
+// service forget them).
 import { createHash, randomUUID } from 'node:crypto';
 import { access, appendFile, mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -64,6 +66,17 @@ export interface GitServiceOptions {
    * @default 64 MiB
    */
   maxFileBytes?: number;
+  /** Milliseconds since the epoch, for the age of remembered ref answers (tests move it). */
+  now?: () => number;
+}
+
+/** How fresh a remembered ref answer must be for a caller to take it instead of asking upstream. */
+export interface RefLookup {
+  /**
+   * Accept the answer of a lookup that started at most this long ago (0: ask the upstream). Only
+   * found refs are remembered, and a push this service makes to the upstream forgets its answers.
+   */
+  maxAgeMs?: number;
 }
 
 /** A commit present in the local mirror, for code that reads objects itself (`git --git-dir=<mirrorDir>`). */
@@ -74,7 +87,7 @@ export interface MirroredCommit {
 
 export interface GitService {
   /** Commit sha of a branch, tag, `refs/…` name, `HEAD` or full sha upstream; null when it does not exist. */
-  resolveRef(repo: RepoRef, ref: string): Promise<string | null>;
+  resolveRef(repo: RepoRef, ref: string, lookup?: RefLookup): Promise<string | null>;
   /** Short name of the branch the upstream's HEAD points to; null for an empty repository. */
   defaultBranch(repo: RepoRef): Promise<string | null>;
   branchExists(repo: RepoRef, branch: string): Promise<boolean>;
@@ -209,6 +222,14 @@ export function createGitService(options: GitServiceOptions): GitService {
    * branch from a commit the mirror has, does not start `git cat-file` to ask again each time.
    */
   const knownCommits = new Map<string, Set<string>>();
+  const now = options.now ?? Date.now;
+  /**
+   * Ref answers by batch key and ref name, with the time their lookup started: a burst of session
+   * creates from one project's default branch asks the upstream once per window, not once per batch.
+   */
+  const resolvedRefs = new Map<string, { sha: string; askedAt: number }>();
+  const forgottenAt = new Map<string, number>();
+  const REMEMBERED_REFS_MAX = 10_000;
 
   /** Batches share a git call only with callers of the same upstream and the same credential. */
   function batchKey(repo: ParsedRepo, dir: string): string {
@@ -578,15 +599,38 @@ export function createGitService(options: GitServiceOptions): GitService {
     });
   }
 
+  /**
+   * Forgets every remembered ref answer of the mirror `dir` (any credential); an answer whose lookup
+   * started before this moment is not remembered when it arrives later.
+   */
+  function forgetRefs(dir: string): void {
+    forgottenAt.set(dir, now());
+    for (const key of resolvedRefs.keys()) if (key.startsWith(`${dir}\0`)) resolvedRefs.delete(key);
+  }
+
+  function rememberRef(dir: string, key: string, sha: string, askedAt: number): void {
+    if (askedAt <= (forgottenAt.get(dir) ?? Number.NEGATIVE_INFINITY)) return;
+    if (resolvedRefs.size >= REMEMBERED_REFS_MAX) resolvedRefs.clear();
+    resolvedRefs.set(key, { sha, askedAt });
+  }
+
   return {
-    async resolveRef(repoRef, ref) {
+    async resolveRef(repoRef, ref, lookup = {}) {
       assertRefName(ref);
       const repo = parseRepo(repoRef);
       const dir = await ensureMirror(repo);
+      const maxAgeMs = lookup.maxAgeMs ?? 0;
+      const key = `${batchKey(repo, dir)}\0${ref}`;
+      const askedAt = now();
+      if (maxAgeMs > 0 && !isFullSha(ref)) {
+        const remembered = resolvedRefs.get(key);
+        if (remembered && askedAt - remembered.askedAt <= maxAgeMs) return remembered.sha;
+      }
       const target = await resolveTarget(repo, dir, ref);
       if (!target) return null;
       // A bare sha is only known to exist upstream once it is fetched.
       if (target.fullRef === null) return ensureCommit(repo, dir, target);
+      rememberRef(dir, key, target.sha, askedAt);
       return target.sha;
     },
 
@@ -738,6 +782,8 @@ export function createGitService(options: GitServiceOptions): GitService {
       const repo = parseRepo(repoRef);
       const dir = await ensureMirror(repo);
       for (const update of updates) assertRefName(update.ref);
+      // Whatever the push does, remembered answers may now be stale: forget them before and after.
+      forgetRefs(dir);
       const args = [
         `--git-dir=${dir}`,
         'push',
@@ -750,6 +796,7 @@ export function createGitService(options: GitServiceOptions): GitService {
         ...updates.map((u) => `${u.newSha}:${u.ref}`),
       ];
       const result = await git(repo, args, { remote: true });
+      forgetRefs(dir);
       const lines = result.stdout
         .toString('utf8')
         .split('\n')

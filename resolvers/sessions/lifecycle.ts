@@ -17,7 +17,7 @@ import {
 } from '../errors';
 import type { Events } from '../events/events';
 import { GitBranchExistsError } from '../git/errors';
-import type { GitService, RepoRef } from '../git/git';
+import type { GitService, RefLookup, RepoRef } from '../git/git';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
 import type { Principal } from '../auth/principal';
@@ -51,6 +51,11 @@ export interface SessionLifecycleOptions {
   provision: (sessionId: string) => Promise<void>;
   /** Stops and releases the sandbox behind a session (resolvers/provisioning.ts). */
   teardown: (sessionId: string, reason: StopReason) => Promise<void>;
+  /**
+   * A create accepts the commit its base ref named this recently (SINGULACOMP_REF_CACHE_MS), so a
+   * burst of creates asks the upstream once; 0 asks every time.
+   */
+  refCacheMs?: number;
 }
 
 export type SessionLifecycle = ReturnType<typeof createSessionLifecycle>;
@@ -84,9 +89,14 @@ export function repoRef(
 }
 
 /** The commit `ref` names in the project's repository (null: no such ref); unreachable → typed error. */
-export async function resolveProjectRef(git: GitService, repo: RepoRef, ref: string): Promise<string | null> {
+export async function resolveProjectRef(
+  git: GitService,
+  repo: RepoRef,
+  ref: string,
+  lookup?: RefLookup,
+): Promise<string | null> {
   try {
-    return await git.resolveRef(repo, ref);
+    return await git.resolveRef(repo, ref, lookup);
   } catch (error) {
     throw new RepositoryUnreachableError(
       `Cannot read the project's repository: ${(error as Error).message}`,
@@ -171,19 +181,18 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
   );
 
   /**
-   * Refuses a create when the account is already full, before any git work: a cheap unlocked count
-   * that can only over-count (a concurrent stop), never admit, so a burst's refusals never wait
-   * behind git or the admissions ahead of them. The locked check above decides.
+   * The account's limit and live sessions, read to refuse a create when the account is already
+   * full before any git work: a cheap unlocked count that can only over-count (a concurrent stop),
+   * never admit, so a burst's refusals never wait behind git or the admissions ahead of them. The
+   * locked check above decides.
    */
-  async function refuseIfFull(principal: Principal): Promise<void> {
+  async function readLimit(accountId: string): Promise<AccountLimitRow | undefined> {
     const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
       SELECT a."tier", a."concurrentSessionLimit",
         (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
            AND s."status" IN ('PROVISIONING', 'RUNNING'))::int AS "live"
-      FROM "Account" a WHERE a."id" = ${principal.accountId}::uuid`;
-    if (!cheap) throw new NotFoundError('Account not found.');
-    const limit = sessionLimit(cheap);
-    if (cheap.live >= limit) throw refusal(limit, cheap.live);
+      FROM "Account" a WHERE a."id" = ${accountId}::uuid`;
+    return cheap;
   }
 
   async function loadSessionFor(principal: Principal, id: string): Promise<Session> {
@@ -230,36 +239,35 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
             hint: 'agent must be lowercase letters, digits, "-" or "_".',
           })
         : 'build';
-      const project = await db.project.findUnique({ where: { id: projectId } });
+      const givenRef = input.baseRef ? requireRefName(input.baseRef, ['input', 'baseRef']) : null;
+      const slug = input.templateSlug
+        ? requireNoNul(input.templateSlug, ['input', 'templateSlug']).slice(0, 200)
+        : null;
+      // Three independent reads in one round trip's time; their verdicts in the order a caller
+      // fixes them: the project, then the template, then the limit.
+      const [project, template, cheap] = await Promise.all([
+        db.project.findUnique({ where: { id: projectId } }),
+        slug
+          ? db.template.findUnique({ where: { projectId_slug: { projectId, slug } } })
+          : db.template.findFirst({ where: { projectId, isDefault: true } }),
+        readLimit(principal.accountId),
+      ]);
       if (!project || project.accountId !== principal.accountId) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
-      const baseRef = input.baseRef
-        ? requireRefName(input.baseRef, ['input', 'baseRef'])
-        : project.defaultBranch;
-      let template = null;
-      if (input.templateSlug) {
-        template = await db.template.findUnique({
-          where: {
-            projectId_slug: {
-              projectId,
-              slug: requireNoNul(input.templateSlug, ['input', 'templateSlug']).slice(0, 200),
-            },
-          },
-        });
-        if (!template) {
-          throw new NotFoundError(
-            `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
-            ['input', 'templateSlug'],
-          );
-        }
-      } else {
-        template = await db.template.findFirst({ where: { projectId, isDefault: true } });
+      const baseRef = givenRef ?? project.defaultBranch;
+      if (slug && !template) {
+        throw new NotFoundError(
+          `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
+          ['input', 'templateSlug'],
+        );
       }
+      if (!cheap) throw new NotFoundError('Account not found.');
+      const limit = sessionLimit(cheap);
+      if (cheap.live >= limit) throw refusal(limit, cheap.live);
 
-      await refuseIfFull(principal);
       const repo = repoRef(project, options.encryptionKey);
-      const baseCommit = await resolveProjectRef(git, repo, baseRef);
+      const baseCommit = await resolveProjectRef(git, repo, baseRef, { maxAgeMs: options.refCacheMs ?? 0 });
       if (!baseCommit) {
         throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
           'input',

@@ -11,6 +11,7 @@ import {
   GitRefNotFoundError,
   GitRepositoryUnreachableError,
 } from '../../resolvers/git/git';
+import { createTestClock } from '../support/clock';
 import { git, makeUpstream, refValue, test } from './helpers';
 
 describe.each(['worktree', 'bare'] as const)('git service against a %s upstream', (kind) => {
@@ -48,6 +49,42 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     expect(await service.resolveRef(repo, 'does-not-exist')).toBeNull();
     expect(await service.resolveRef(repo, 'refs/heads/nope/deeper')).toBeNull();
     expect(await service.resolveRef(repo, 'a'.repeat(40))).toBeNull();
+  });
+
+  test('resolveRef takes a found ref from a lookup within maxAgeMs; a later one, a push of its own or no maxAgeMs asks again', async ({
+    tmp,
+  }) => {
+    const { upstream, repo } = setup(tmp);
+    const clock = createTestClock();
+    clock.freeze();
+    const service = createGitService({ cacheDir: join(tmp, 'cache'), timeoutMs: 20_000, now: clock.now });
+    const recent = { maxAgeMs: 1_000 };
+    expect(await service.resolveRef(repo, 'main', recent)).toBe(upstream.second);
+
+    // main moves upstream behind the service's back.
+    git(upstream.dir, 'update-ref', 'refs/heads/main', upstream.feature);
+    clock.advance(1_000);
+    expect(await service.resolveRef(repo, 'main', recent)).toBe(upstream.second);
+    expect(await service.resolveRef(repo, 'refs/heads/main', recent)).toBe(upstream.feature);
+    expect(await service.resolveRef(repo, 'main')).toBe(upstream.feature);
+    clock.advance(1);
+    expect(await service.resolveRef(repo, 'main', recent)).toBe(upstream.feature);
+
+    // A missing ref is never remembered: once it exists it is found.
+    expect(await service.resolveRef(repo, 'late', recent)).toBeNull();
+    git(upstream.dir, 'update-ref', 'refs/heads/late', upstream.first);
+    expect(await service.resolveRef(repo, 'late', recent)).toBe(upstream.first);
+
+    // A push through the service forgets what it remembered of that upstream.
+    expect(await service.resolveRef(repo, 'feature', recent)).toBe(upstream.feature);
+    git(upstream.dir, 'update-ref', 'refs/heads/main', upstream.second);
+    await service.fetchRef(repo, 'refs/heads/late');
+    const [pushed] = await service.pushToUpstream(repo, [
+      { ref: 'refs/heads/feature', oldSha: upstream.feature, newSha: upstream.first },
+    ]);
+    expect(pushed).toEqual({ ref: 'refs/heads/feature', ok: true, reason: null });
+    expect(await service.resolveRef(repo, 'feature', recent)).toBe(upstream.first);
+    expect(await service.resolveRef(repo, 'main', recent)).toBe(upstream.second);
   });
 
   test('defaultBranch names the branch the upstream HEAD points to', async ({ tmp }) => {
