@@ -1,28 +1,23 @@
 // reportTelemetry throughput on one server process with sandbox-token auth, every sample persisted
 // (PostgreSQL) and published, against a bare graphql-yoga server answering a trivial mutation (no
 // database, no auth) measured in the same run. The load generator is a child process: keep-alive
-// connections, bounded concurrency, fixed duration.
+// connections, bounded concurrency, fixed duration; the two servers take turns in rounds, so both
+// see the same background load on a shared machine.
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pathToFileURL } from 'node:url';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { type TestApp, startTestApp } from '../test/support/app';
+import { type BenchResult, percentile, runIfMain } from './support/harness';
 import { type ReportingSandbox, seedReportingSandboxes } from './support/sandboxes';
-
-export interface BenchResult {
-  name: string;
-  value: number;
-  unit: string;
-  baseline?: number;
-  note?: string;
-}
 
 const SANDBOXES = 16;
 const CONCURRENCY = 32;
 const WARMUP_MS = 1_500;
 const DURATION_MS = 6_000;
+/** Both servers are measured in alternating rounds, so both see the same background load. */
+const ROUNDS = 6;
 
 const TELEMETRY = `mutation ReportTelemetry($input: ReportTelemetryInput!) { reportTelemetry(input: $input) {
   __typename ... on ReportTelemetrySuccess { sample { at } } ... on Error { code message } } }`;
@@ -39,8 +34,8 @@ interface LoadResult {
   failed: number;
   firstError: string | null;
   elapsedMs: number;
-  p50Ms: number;
-  p99Ms: number;
+  /** Every measured latency, ascending. */
+  samples: number[];
 }
 
 // Runs in the child: plain JS, no TypeScript loader needed.
@@ -85,21 +80,18 @@ async function phase(ms) {
 const warm = await phase(warmupMs, true);
 const s = await phase(durationMs, true);
 s.samples.sort((a, b) => a - b);
-const pct = (p) => s.samples.length ? s.samples[Math.min(s.samples.length - 1, Math.floor(p * s.samples.length))] : 0;
-process.stdout.write(JSON.stringify({ warmOk: warm.ok, ok: s.ok, failed: s.failed + warm.failed, firstError: s.firstError, elapsedMs: s.elapsedMs, p50Ms: pct(0.5), p99Ms: pct(0.99) }));
+process.stdout.write(JSON.stringify({ warmOk: warm.ok, ok: s.ok, failed: s.failed + warm.failed, firstError: s.firstError, elapsedMs: s.elapsedMs, samples: s.samples }));
 agent.destroy();
 `;
 
-function load(url: string, targets: Target[], expect: string): Promise<LoadResult> {
+function load(
+  url: string,
+  targets: Target[],
+  expect: string,
+  timing: { warmupMs: number; durationMs: number },
+): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const arg = JSON.stringify({
-      url,
-      targets,
-      concurrency: CONCURRENCY,
-      warmupMs: WARMUP_MS,
-      durationMs: DURATION_MS,
-      expect,
-    });
+    const arg = JSON.stringify({ url, targets, concurrency: CONCURRENCY, ...timing, expect });
     const child = spawn(process.execPath, ['--input-type=module', '-e', LOAD_GENERATOR, arg], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -140,6 +132,20 @@ async function startBaseline(): Promise<{ url: string; close: () => Promise<void
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+function emptyResult(): LoadResult {
+  return { warmOk: 0, ok: 0, failed: 0, firstError: null, elapsedMs: 0, samples: [] };
+}
+
+/** Adds one round's counts and latencies to the running totals. */
+function add(total: LoadResult, round: LoadResult): void {
+  total.warmOk += round.warmOk;
+  total.ok += round.ok;
+  total.failed += round.failed;
+  total.firstError ??= round.firstError;
+  total.elapsedMs += round.elapsedMs;
+  total.samples.push(...round.samples);
 }
 
 /** Sessions with sandboxes and their sandbox tokens in a fresh account. */
@@ -186,11 +192,16 @@ export async function run(): Promise<BenchResult[]> {
       body: JSON.stringify({ query: PING, variables: { input: { sandboxId: s.sandboxId, load1: 0.42 } } }),
     }));
 
-    const base = await load(baseline.url, pingTargets, '"ok":true');
+    const base = emptyResult();
+    const tele = emptyResult();
     const before = await t.app.services.db.telemetrySample.count();
     for (const key of published.keys()) published.set(key, 0);
     const statementsBefore = t.app.services.database.stats.statements;
-    const tele = await load(t.graphqlUrl, telemetryTargets, 'ReportTelemetrySuccess');
+    for (let round = 0; round < ROUNDS; round++) {
+      const timing = { warmupMs: round === 0 ? WARMUP_MS : 200, durationMs: DURATION_MS / ROUNDS };
+      add(base, await load(baseline.url, pingTargets, '"ok":true', timing));
+      add(tele, await load(t.graphqlUrl, telemetryTargets, 'ReportTelemetrySuccess', timing));
+    }
     await t.app.services.telemetry.drain();
     const stored = (await t.app.services.db.telemetrySample.count()) - before;
     const statements = t.app.services.database.stats.statements - statementsBefore;
@@ -218,15 +229,15 @@ export async function run(): Promise<BenchResult[]> {
       { name: 'bare graphql-yoga trivial mutation', value: baseRate, unit: 'req/s' },
       {
         name: 'reportTelemetry p50 latency',
-        value: round(tele.p50Ms),
+        value: round(percentile(tele.samples, 50)),
         unit: 'ms',
-        baseline: round(base.p50Ms),
+        baseline: round(percentile(base.samples, 50)),
       },
       {
         name: 'reportTelemetry p99 latency',
-        value: round(tele.p99Ms),
+        value: round(percentile(tele.samples, 99)),
         unit: 'ms',
-        baseline: round(base.p99Ms),
+        baseline: round(percentile(base.samples, 99)),
       },
       {
         name: 'samples persisted per successful report (incl. warm-up)',
@@ -255,14 +266,4 @@ export async function run(): Promise<BenchResult[]> {
 
 const round = (n: number): number => Math.round(n * 1_000) / 1_000;
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  run()
-    .then((results) => {
-      console.table(results);
-      process.exit(0);
-    })
-    .catch((error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    });
-}
+runIfMain(import.meta.url, run);
