@@ -12,7 +12,16 @@ export type Db = PrismaClient;
 export interface RawSql {
   /** Runs one or more statements with no parameters (migration files). */
   exec(sql: string): Promise<void>;
-  query<T extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * `prepared` names a constant statement text on a hot path: PostgreSQL parses and plans it once
+   * per connection instead of on every call, and the text is not sent again (the embedded engine
+   * ignores the name). A name must always go with the same text.
+   */
+  query<T extends Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+    options?: { prepared?: string },
+  ): Promise<T[]>;
   /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
   withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;

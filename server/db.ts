@@ -150,8 +150,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       async exec(sql) {
         await pool.query(sql);
       },
-      async query(sql, params) {
-        return (await pool.query(sql, params as unknown[])).rows;
+      async query(sql, params, options) {
+        const values = params as unknown[] | undefined;
+        if (options?.prepared) return (await pool.query({ name: options.prepared, text: sql, values })).rows;
+        return (await pool.query(sql, values)).rows;
       },
       async withLock(key, fn) {
         const client = await pool.connect();

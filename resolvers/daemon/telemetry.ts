@@ -142,15 +142,21 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
   const pruning = new Set<string>();
 
   /** Raw SQL without Prisma where the service has it (the cheapest path), Prisma's raw SQL otherwise. */
-  function query<T extends Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]> {
-    return options.sql ? options.sql.query<T>(text, params) : db.$queryRawUnsafe<T[]>(text, ...params);
+  function query<T extends Record<string, unknown>>(
+    text: string,
+    params: unknown[],
+    prepared: string,
+  ): Promise<T[]> {
+    return options.sql
+      ? options.sql.query<T>(text, params, { prepared })
+      : db.$queryRawUnsafe<T[]>(text, ...params);
   }
 
   // Owner reads are batched like the inserts: when clients reconnect, thousands of telemetry
   // subscriptions start together, and one read per statement (rather than one each) keeps them cheap.
   const readOwner = createKeyedBatcher<string, SandboxOwner | null>(
     async (_all, ids) => {
-      const rows = await query<SandboxOwner>(SANDBOX_OWNERS, [ids]);
+      const rows = await query<SandboxOwner>(SANDBOX_OWNERS, [ids], 'telemetry-sandbox-owners');
       const byId = new Map(rows.map((row) => [row.id, row]));
       return ids.map((id) => ({ ok: true, value: byId.get(id) ?? null }));
     },
@@ -166,7 +172,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
       batch.map((p) => p.row.reason),
       batch.map((p) => JSON.stringify(p.event)),
     ];
-    return query<{ ord: number; seq: number; id: unknown }>(INSERT_BATCH, params);
+    return query<{ ord: number; seq: number; id: unknown }>(INSERT_BATCH, params, 'telemetry-insert-batch');
   }
 
   async function flush(batch: Pending[]): Promise<void> {

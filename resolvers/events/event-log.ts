@@ -105,11 +105,11 @@ export function createEventLog(database: Database): EventLog {
     const batch = queue.slice(0, 500);
     queue = queue.slice(batch.length);
     try {
-      const rows = await raw.query<{ ord: number; seq: number }>(APPEND_MANY, [
-        batch.map((p) => p.topic),
-        batch.map((p) => p.key),
-        batch.map((p) => p.payload),
-      ]);
+      const rows = await raw.query<{ ord: number; seq: number }>(
+        APPEND_MANY,
+        [batch.map((p) => p.topic), batch.map((p) => p.key), batch.map((p) => p.payload)],
+        { prepared: 'event-log-append-many' },
+      );
       const seqs = new Map(rows.map((r) => [Number(r.ord), Number(r.seq)]));
       batch.forEach((p, i) => {
         const seq = seqs.get(i + 1);
@@ -128,10 +128,11 @@ export function createEventLog(database: Database): EventLog {
   // baseline when it starts, and thousands start together when clients reconnect.
   const readCurrent = createKeyedBatcher<{ topic: string; key: string }, number>(
     async (_all, batch) => {
-      const rows = await raw.query<{ ord: number; seq: number }>(CURRENT_MANY, [
-        batch.map((r) => r.topic),
-        batch.map((r) => r.key),
-      ]);
+      const rows = await raw.query<{ ord: number; seq: number }>(
+        CURRENT_MANY,
+        [batch.map((r) => r.topic), batch.map((r) => r.key)],
+        { prepared: 'event-log-current-many' },
+      );
       const seqs = new Array<number>(batch.length).fill(0);
       for (const row of rows) seqs[Number(row.ord) - 1] = Number(row.seq);
       return seqs.map((value) => ({ ok: true, value }));
@@ -156,13 +157,11 @@ export function createEventLog(database: Database): EventLog {
       return seq;
     },
     async range(topic, key, after, before, limit) {
-      const rows = await raw.query<{ seq: number; payload: unknown }>(RANGE, [
-        topic,
-        key,
-        after,
-        before,
-        limit,
-      ]);
+      const rows = await raw.query<{ seq: number; payload: unknown }>(
+        RANGE,
+        [topic, key, after, before, limit],
+        { prepared: 'event-log-range' },
+      );
       return rows.map((row) => ({
         topic,
         key,

@@ -1,0 +1,40 @@
+// Raw SQL on PostgreSQL: a statement named `prepared` is parsed and planned once per connection
+// and then executed by name, with each call's own parameters.
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Database, openDatabase } from '../../server/db';
+import { type TestDatabase, createTestDatabase } from '../support/database';
+
+describe('raw SQL on PostgreSQL', () => {
+  let database: TestDatabase;
+  let db: Database;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('sc_test', { empty: true });
+    // One connection: every statement below sees the same session's prepared statements.
+    db = await openDatabase({ url: database.url, dataDir: tmpdir(), poolSize: 1 });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await database?.drop();
+  });
+
+  test('a prepared query is kept on the connection by its name and runs with each call’s parameters', async () => {
+    const text = 'SELECT $1::int * 2 AS "doubled", $2::text AS "label"';
+    expect(await db.raw.query(text, [21, 'first'], { prepared: 'probe-double' })).toEqual([
+      { doubled: 42, label: 'first' },
+    ]);
+    expect(await db.raw.query(text, [5, 'second'], { prepared: 'probe-double' })).toEqual([
+      { doubled: 10, label: 'second' },
+    ]);
+    const kept = await db.raw.query<{ name: string; statement: string }>(
+      'SELECT "name", "statement" FROM pg_prepared_statements ORDER BY "name"',
+    );
+    expect(kept).toEqual([{ name: 'probe-double', statement: text }]);
+    // Without a name nothing is kept.
+    await db.raw.query('SELECT $1::int AS "n"', [1]);
+    expect(
+      (await db.raw.query<{ name: string }>('SELECT "name" FROM pg_prepared_statements')).map((r) => r.name),
+    ).toEqual(['probe-double']);
+  });
+});
