@@ -37,7 +37,12 @@ export interface TelemetryServiceOptions {
   pruneEvery?: number;
   /** Largest group-committed INSERT. @default 500 */
   maxBatch?: number;
-  /** Group-committed INSERTs running at once; reports arriving meanwhile wait for the next. @default 2 */
+  /**
+   * Group-committed INSERTs running at once; reports arriving meanwhile wait for the next. One
+   * answered more reports per second than two (8-31 % in alternating rounds on two cores, with
+   * less PostgreSQL CPU per report): its batches are twice as large for the same round trip.
+   * @default 1
+   */
   maxFlushesInFlight?: number;
   now?: () => number;
 }
@@ -134,7 +139,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
   const maxAgeMs = options.maxAgeMs ?? 7 * 24 * 3_600_000;
   const pruneEvery = options.pruneEvery ?? 100;
   const maxBatch = options.maxBatch ?? 500;
-  const maxFlushes = options.maxFlushesInFlight ?? 2;
+  const maxFlushes = options.maxFlushesInFlight ?? 1;
   let queue: Pending[] = [];
   let scheduled = false;
   const inFlight = new Set<Promise<void>>();
