@@ -291,11 +291,15 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         prompt,
         turnLedgerId: randomUUID(),
       });
-      // No sandbox yet: the event says so, whatever exists when a subscriber resolves it.
+      // The branch is cut while the event is written; the outcome is handled once both are done, so
+      // a failure's event always follows this one. No sandbox yet: the event says so, whatever exists
+      // when a subscriber resolves it.
+      const cut = git.cutBranch(repo, baseCommit, session.branchName);
+      cut.catch(() => {}); // handled below, after the event
       await events.session({ ...session, sandbox: null });
 
       try {
-        await git.cutBranch(repo, baseCommit, session.branchName);
+        await cut;
       } catch (error) {
         if (error instanceof GitBranchExistsError) {
           // Named after the session, the branch can only have been cut by its own provisioning job:
