@@ -23,7 +23,10 @@ export interface SupervisorOptions {
   stableAfterMs: number;
   stopGraceMs: number;
   reportState: (state: RuntimeState, message?: string) => void;
-  /** Runs once after the bootstrap claim, before the first OpenCode starts (e.g. to fill `env`). */
+  /**
+   * Runs once before the first OpenCode starts (e.g. to fill `env`), while the bootstrap claim is
+   * answered: the two are independent round trips.
+   */
   beforeLaunch?: () => Promise<void>;
   /**
    * Resolves once a healthy runtime's events are followed. HEALTHY is reported, and the initial
@@ -74,11 +77,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.options.port;
   }
 
-  /** claimBootstrap → opencode serve → healthy → HEALTHY → initial prompt. */
+  /** claimBootstrap (with beforeLaunch) → opencode serve → healthy → HEALTHY → initial prompt. */
   async boot(): Promise<void> {
+    const prepared = Promise.resolve(this.options.beforeLaunch?.());
+    prepared.catch(() => {}); // awaited below; unobserved only when the daemon stops first
     this.bootstrap = await this.claim();
     if (!this.bootstrap) return;
-    await this.options.beforeLaunch?.();
+    await prepared;
     await this.launch();
     if (!this.healthy) return;
     await this.ready;

@@ -11,6 +11,7 @@ import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createLogger } from '../../agent/logger';
 import { ApiClient } from '../../agent/api-client';
+import { Supervisor } from '../../agent/supervisor';
 import { Telemetry, createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
 import { parseObject, prettify, type Shape } from '../../agent/validate';
 import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
@@ -524,4 +525,81 @@ createServer((req, res) => {
       await proc.stop(1_000);
     }
   }, 60_000);
+});
+
+describe('supervisor boot', () => {
+  test('the launch is prepared while the bootstrap claim is answered, and launches only after both', async () => {
+    const events: string[] = [];
+    let held: ServerResponse | null = null;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        events.push('claim arrived');
+        held = res;
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const logger = createLogger('silent');
+    const supervisor = new Supervisor({
+      api: new ApiClient({
+        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: 't',
+        logger,
+      }),
+      logger,
+      sessionId: 'session-1',
+      bin: '/nonexistent/opencode',
+      port: 1,
+      workspace: tmpdir(),
+      home: tmpdir(),
+      configDir: tmpdir(),
+      env: {},
+      healthTimeoutMs: 1_000,
+      healthPollMs: 50,
+      restartBackoff: { initialMs: 10, maxMs: 10 },
+      stableAfterMs: 1_000,
+      stopGraceMs: 100,
+      reportState: (state) => events.push(state),
+      beforeLaunch: async () => {
+        events.push('prepare started');
+        // The gateway is down, say: the boot fails with it, but only once the claim is answered.
+        throw new Error('cannot prepare');
+      },
+    });
+    try {
+      const booted = supervisor.boot();
+      booted.catch(() => {});
+      await waitFor(
+        () => held !== null && events.includes('prepare started'),
+        10_000,
+        'the claim and the preparation',
+      );
+      // Both under way with the claim still unanswered; nothing launched.
+      expect([...events].sort()).toEqual(['claim arrived', 'prepare started']);
+      held!.writeHead(200, { 'content-type': 'application/json' });
+      held!.end(
+        JSON.stringify({
+          data: {
+            claimBootstrap: {
+              __typename: 'ClaimBootstrapSuccess',
+              sessionId: 'session-1',
+              sandboxId: 'sandbox-1',
+              prompt: null,
+              turnLedgerId: null,
+              agent: 'build',
+              alreadyClaimed: false,
+            },
+          },
+        }),
+      );
+      await expect(booted).rejects.toThrow('cannot prepare');
+      expect(supervisor.bootstrap?.sandboxId).toBe('sandbox-1');
+      expect(supervisor.current).toBeNull();
+      expect(events.filter((e) => e === 'STARTING')).toEqual([]);
+    } finally {
+      await supervisor.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
 });
