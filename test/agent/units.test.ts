@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,15 @@ import { parseObject, prettify, type Shape } from '../../agent/validate';
 import { signUserContext, UserContextVerifier, verifyUserContext } from '../../contract/user-context';
 
 const GiB = 1024 ** 3;
+
+/** The daemon's API client pointed at a listening test server. */
+function apiClientOf(server: Server, logger: ReturnType<typeof createLogger>): ApiClient {
+  return new ApiClient({
+    apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    token: 't',
+    logger,
+  });
+}
 
 describe('user context', () => {
   const token = 'sandbox-token';
@@ -212,11 +221,7 @@ describe('telemetry reports', () => {
     };
     const logger = createLogger('silent');
     const telemetry = new Telemetry({
-      api: new ApiClient({
-        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        token: 't',
-        logger,
-      }),
+      api: apiClientOf(server, logger),
       logger,
       readers: createSystemReaders(),
       workspace: tmpdir(),
@@ -541,11 +546,7 @@ describe('supervisor boot', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const logger = createLogger('silent');
     const supervisor = new Supervisor({
-      api: new ApiClient({
-        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        token: 't',
-        logger,
-      }),
+      api: apiClientOf(server, logger),
       logger,
       sessionId: 'session-1',
       bin: '/nonexistent/opencode',
