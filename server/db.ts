@@ -69,6 +69,11 @@ class PatientPool extends pg.Pool {
   constructor(config: pg.PoolConfig & { connectionTimeoutMillis: number }) {
     super(config);
     this.waitMs = config.connectionTimeoutMillis;
+    // A connection that fails while checked out (the server restarts, or ends it between two
+    // statements) emits 'error' on its client, and pg-pool listens only while a client is idle:
+    // unheard, the error is an uncaught exception that ends the process. Heard, the client's next
+    // statement fails and the pool drops it when it comes back.
+    this.on('connect', (client) => client.on('error', () => {}));
   }
 
   override connect(): Promise<pg.PoolClient>;

@@ -3,7 +3,8 @@
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Database, openDatabase } from '../../server/db';
-import { type TestDatabase, createTestDatabase } from '../support/database';
+import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
+import { waitFor } from '../support/wait';
 
 describe('raw SQL on PostgreSQL', () => {
   let database: TestDatabase;
@@ -36,5 +37,35 @@ describe('raw SQL on PostgreSQL', () => {
     expect(
       (await db.raw.query<{ name: string }>('SELECT "name" FROM pg_prepared_statements')).map((r) => r.name),
     ).toEqual(['probe-double']);
+  });
+
+  test('a connection the server ends while it is checked out fails its statement, not the process, and the pool goes on', async () => {
+    const held = db.raw.withLock(4_242n, async () => {
+      // The lock's connection sits checked out and idle while this runs; the server ends it.
+      const [backend] = (
+        await withClient((client) =>
+          client.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT pg_advisory_lock%'`,
+            [database.name],
+          ),
+        )
+      ).rows;
+      expect(backend).toBeDefined();
+      await withClient((client) => client.query('SELECT pg_terminate_backend($1)', [backend!.pid]));
+      // Gone on the server: its FATAL notice has reached the client's socket.
+      await waitFor(
+        async () =>
+          (
+            await withClient((client) =>
+              client.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend!.pid]),
+            )
+          ).rowCount === 0,
+        10_000,
+        'the backend to be gone',
+      );
+    });
+    // The unlock on the dead connection fails; the process is still here, and so is the pool.
+    await expect(held).rejects.toThrow();
+    expect(await db.raw.query('SELECT 2 AS "n"')).toEqual([{ n: 2 }]);
   });
 });
