@@ -119,8 +119,8 @@ export function createJobQueue(options: JobQueueOptions) {
     expireInSeconds: 3_600,
   };
   let started = false;
-  /** This process's workers, by queue. */
-  const workers = new Map<JobName, string[]>();
+  /** This process's workers, by queue, and whether each is running a job. */
+  const workers = new Map<JobName, Array<{ id: string; busy: boolean }>>();
 
   return {
     boss,
@@ -141,31 +141,46 @@ export function createJobQueue(options: JobQueueOptions) {
     },
 
     /**
-     * Enqueues a job; `key` names the resource so its history can be found (findJobs). This
-     * process's workers of that queue look for it at once instead of at their next poll (up to
-     * `pollingIntervalSeconds` later): a session's provisioning starts as soon as it is created.
+     * Enqueues a job; `key` names the resource so its history can be found (findJobs). The
+     * workers of this process that are not running a job look for it at once instead of at their
+     * next poll (up to `pollingIntervalSeconds` later): a session's provisioning starts as soon as
+     * it is created. One of them takes it; when every worker is busy, the first to finish does
+     * (see work). Waking only one idle worker is not enough: one already fetching would count as
+     * idle, take an earlier job and leave this one to the poll.
      */
     async send(name: JobName, data: object, key: string): Promise<string | null> {
       const id = await boss.send(name, data, { singletonKey: key });
-      if (id) for (const worker of workers.get(name) ?? []) boss.notifyWorker(worker);
+      if (id) for (const worker of workers.get(name) ?? []) if (!worker.busy) boss.notifyWorker(worker.id);
       return id;
     },
 
-    /** Runs handler for jobs of `name` on this process until stop(). */
+    /**
+     * Runs handler for jobs of `name` on this process until stop(), `concurrency` at a time. Each
+     * worker that finished a job fetches the next at once: pg-boss waits a full poll interval after
+     * every fetch of a one-job batch, so a backlog would otherwise drain at one job per worker per
+     * interval (four provisions a second) however fast each job runs. A fetch that finds nothing
+     * falls back to the poll.
+     */
     async work<T extends object>(name: JobName, handler: (job: Job<T>) => Promise<unknown>): Promise<void> {
-      const worker = await boss.work<T>(
-        name,
-        {
-          pollingIntervalSeconds: options.pollingIntervalSeconds ?? 1,
-          batchSize: 1,
-          localConcurrency: options.concurrency ?? 4,
-        },
-        async ([job]) => {
-          if (job) return handler(job);
-          return undefined;
-        },
-      );
-      workers.set(name, [...(workers.get(name) ?? []), worker]);
+      for (let i = 0; i < (options.concurrency ?? 4); i++) {
+        const self = { id: '', busy: false };
+        self.id = await boss.work<T>(
+          name,
+          { pollingIntervalSeconds: options.pollingIntervalSeconds ?? 1, batchSize: 1, localConcurrency: 1 },
+          async ([job]) => {
+            if (!job) return undefined;
+            self.busy = true;
+            try {
+              return await handler(job);
+            } finally {
+              self.busy = false;
+              // Marks the worker as woken while it still runs the job: its loop skips the delay.
+              boss.notifyWorker(self.id);
+            }
+          },
+        );
+        workers.set(name, [...(workers.get(name) ?? []), self]);
+      }
     },
 
     /** The newest jobs of `name` for `key`, newest first. */

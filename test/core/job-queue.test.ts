@@ -1,5 +1,5 @@
 // The job queue (pg-boss on PostgreSQL): a job sent from this process starts on this process's
-// worker at once, not at the worker's next poll.
+// worker at once, not at the worker's next poll, and a backlog drains as fast as the workers run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JOBS, type JobQueue, createJobQueue } from '../../resolvers/jobs/queue';
 import { type Database, openDatabase } from '../../server/db';
 import { type TestDatabase, createTestDatabase } from '../support/database';
+import { waitFor } from '../support/wait';
 
 describe('job queue', () => {
   let testDb: TestDatabase;
@@ -45,5 +46,45 @@ describe('job queue', () => {
       await started;
     }
     expect(ran).toEqual([1, 2, 3]);
+  }, 60_000);
+
+  test('a backlog that queued while every worker was busy drains without waiting for a poll', async () => {
+    // The default four workers each take one job and hold it; six more queue up behind them. Once
+    // released, each worker must fetch its next job at once: their next poll is an hour away.
+    const holding = new Set<number>();
+    const done: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let allHeld!: () => void;
+    const held = new Promise<void>((resolve) => {
+      allHeld = resolve;
+    });
+    let allDone!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      allDone = resolve;
+    });
+    await queue.work<{ n: number }>(JOBS.provision, async (job) => {
+      if (job.data.n <= 4) {
+        holding.add(job.data.n);
+        if (holding.size === 4) allHeld();
+        await released;
+      }
+      done.push(job.data.n);
+      if (done.length === 10) allDone();
+    });
+    for (const n of [1, 2, 3, 4]) await queue.send(JOBS.provision, { n }, `held-${n}`);
+    await held;
+    for (let n = 5; n <= 10; n++) await queue.send(JOBS.provision, { n }, `queued-${n}`);
+    release();
+    await finished;
+    expect(done.toSorted((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Completed in the queue too, not only run: pg-boss marks the job after its handler returned.
+    const states = await waitFor(async () => {
+      const history = await queue.history(JOBS.provision, 'queued-10');
+      return history.every((job) => job.state === 'completed') && history.map((job) => job.state);
+    }, 30_000);
+    expect(states).toEqual(['completed']);
   }, 60_000);
 });
