@@ -377,15 +377,17 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       return session;
     },
 
-    async markRunning(sessionId: string): Promise<void> {
+    /** PROVISIONING → RUNNING, its provisioning phase cleared; false when the session was not PROVISIONING. */
+    async markRunning(sessionId: string): Promise<boolean> {
       const { count } = await db.session.updateMany({
         where: { id: sessionId, status: 'PROVISIONING' },
-        data: { status: 'RUNNING', startedAt: new Date() },
+        data: { status: 'RUNNING', startedAt: new Date(), provisioningPhase: null },
       });
       if (count > 0)
         await events.session(
           await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
         );
+      return count > 0;
     },
   };
 }

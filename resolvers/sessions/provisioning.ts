@@ -40,7 +40,8 @@ export interface ProvisionerOptions {
   /** SINGULACOMP_API_URL as seen from inside a sandbox. */
   apiUrl: () => string;
   snapshots: SnapshotService;
-  onRunning: (sessionId: string) => Promise<void>;
+  /** Moves a session still PROVISIONING to RUNNING; false when it was not (a stop won). */
+  onRunning: (sessionId: string) => Promise<boolean>;
   onFailed: (sessionId: string, reason: string) => Promise<unknown>;
   /** The provider no longer knows a live session's sandbox (stops the session with PROVIDER). */
   onProviderGone?: (sessionId: string) => Promise<unknown>;
@@ -67,14 +68,18 @@ export function createProvisioner(options: ProvisionerOptions) {
   const log = options.logger.child({ module: 'provisioning' });
   const inFlight = new Set<Promise<void>>();
 
+  /** One UPDATE … RETURNING: the row carries its account, so no read of the session joins it. */
   async function setSandbox(sandboxId: string, data: Parameters<Db['sandbox']['update']>[0]['data']) {
-    const sandbox = await db.sandbox.update({ where: { id: sandboxId }, data, include: { session: true } });
-    await events.sandbox(sandbox, sandbox.session.accountId);
+    const sandbox = await db.sandbox.update({ where: { id: sandboxId }, data });
+    await events.sandbox(sandbox, sandbox.accountId);
     return sandbox;
   }
 
-  /** Shows what a PROVISIONING session waits for (published like any other session change). */
-  async function setPhase(sessionId: string, phase: ProvisioningPhase | null): Promise<void> {
+  /**
+   * Shows what a PROVISIONING session waits for (published like any other session change).
+   * Returns false when the session is no longer PROVISIONING (a stop won): nothing was changed.
+   */
+  async function setPhase(sessionId: string, phase: ProvisioningPhase | null): Promise<boolean> {
     const { count } = await db.session.updateMany({
       where: { id: sessionId, status: 'PROVISIONING' },
       data: { provisioningPhase: phase },
@@ -83,11 +88,7 @@ export function createProvisioner(options: ProvisionerOptions) {
       await events.session(
         await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
       );
-  }
-
-  async function stillProvisioning(sessionId: string): Promise<boolean> {
-    const current = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
-    return current.status === 'PROVISIONING';
+    return count > 0;
   }
 
   /** Opens a running interval (cost meters per second from here). */
@@ -133,8 +134,10 @@ export function createProvisioner(options: ProvisionerOptions) {
    * A resumed attempt starts from scratch: whatever an earlier attempt (on a process that died)
    * created is destroyed and its row removed, so nothing leaks and the sandbox row can be recreated.
    */
-  async function clearEarlierAttempt(sessionId: string): Promise<void> {
-    const earlier = await db.sandbox.findUnique({ where: { sessionId } });
+  async function clearEarlierAttempt(
+    sessionId: string,
+    earlier: { id: string; provider: ProviderName; providerSandboxId: string | null } | null,
+  ): Promise<void> {
     if (!earlier) return;
     if (earlier.providerSandboxId) {
       await providers
@@ -156,14 +159,19 @@ export function createProvisioner(options: ProvisionerOptions) {
   ): Promise<void> {
     const session = await db.session.findUniqueOrThrow({
       where: { id: sessionId },
-      include: { project: { include: { secrets: { where: { runtimeDelivery: true } } } }, template: true },
+      include: {
+        project: { include: { secrets: { where: { runtimeDelivery: true } } } },
+        template: true,
+        // An earlier attempt's sandbox, read with the session rather than by a statement of its own.
+        sandbox: { select: { id: true, provider: true, providerSandboxId: true } },
+      },
     });
     if (session.status !== 'PROVISIONING') return;
     await db.session.updateMany({
       where: { id: sessionId, status: 'PROVISIONING' },
       data: { provisioningAttempts: attempt, provisioningJobId: jobId, provisioningError: null },
     });
-    await clearEarlierAttempt(sessionId);
+    await clearEarlierAttempt(sessionId, session.sandbox);
     const providerName: ProviderName = session.template?.provider ?? session.project.provider;
     let sandboxId: string | null = null;
     let providerSandboxId: string | null = null;
@@ -218,7 +226,9 @@ export function createProvisioner(options: ProvisionerOptions) {
         commit: session.baseCommit ?? session.baseRef,
         template: session.template,
         spec,
-        onPreparing: () => setPhase(sessionId, 'PREPARING_IMAGE'),
+        onPreparing: async () => {
+          await setPhase(sessionId, 'PREPARING_IMAGE');
+        },
       });
       const snapshot = resolved && 'snapshot' in resolved ? resolved : null;
       if (resolved && 'skipped' in resolved) {
@@ -235,11 +245,10 @@ export function createProvisioner(options: ProvisionerOptions) {
           });
         }
       }
-      // A stop during the image build already tore the (empty) sandbox down.
-      if (!(await stillProvisioning(sessionId))) return;
+      // A stop during the image build already tore the (empty) sandbox down: the phase is set only
+      // on a session still PROVISIONING.
+      if (!(await setPhase(sessionId, 'CREATING_SANDBOX'))) return;
 
-      await setPhase(sessionId, 'CREATING_SANDBOX');
-      await setSandbox(sandbox.id, { status: 'CREATING' });
       const token = await tokens.mintSandboxToken({
         accountId: session.accountId,
         userId: session.userId,
@@ -248,9 +257,9 @@ export function createProvisioner(options: ProvisionerOptions) {
         sandboxId: sandbox.id,
         agent: session.agent,
       });
-      await db.sandbox.update({
-        where: { id: sandbox.id },
-        data: { sandboxTokenEnc: encrypt(options.encryptionKey, token) },
+      await setSandbox(sandbox.id, {
+        status: 'CREATING',
+        sandboxTokenEnc: encrypt(options.encryptionKey, token),
       });
       const env: Record<string, string> = {};
       // Runtime-delivery secrets first, so platform variables can never be shadowed (R-AUTH-5).
@@ -308,16 +317,12 @@ export function createProvisioner(options: ProvisionerOptions) {
         lastActivityAt: now,
       });
       if (started) await markStarted({ ...sandbox, ...spec }, now);
-      else await setPhase(sessionId, 'STARTING');
-      // A stop that raced provisioning wins: tear down what was just created.
-      if (!(await stillProvisioning(sessionId))) {
+      // Both change only a session still PROVISIONING. A stop that raced provisioning wins: tear
+      // down what was just created.
+      const live = started ? await options.onRunning(sessionId) : await setPhase(sessionId, 'STARTING');
+      if (!live) {
         const current = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
         await teardown(sessionId, current.stopReason ?? 'USER');
-        return;
-      }
-      if (started) {
-        await options.onRunning(sessionId);
-        await db.session.update({ where: { id: sessionId }, data: { provisioningPhase: null } });
       }
     } catch (error) {
       // The database (or Redis) went away mid-way: nothing is known to be wrong with the sandbox.
