@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JOBS, type JobQueue, createJobQueue } from '../../resolvers/jobs/queue';
 import { type Database, openDatabase } from '../../server/db';
 import { type TestDatabase, createTestDatabase } from '../support/database';
-import { waitFor } from '../support/wait';
+import { deferred, waitFor } from '../support/wait';
 
 describe('job queue', () => {
   let testDb: TestDatabase;
@@ -53,32 +53,23 @@ describe('job queue', () => {
     // released, each worker must fetch its next job at once: their next poll is an hour away.
     const holding = new Set<number>();
     const done: number[] = [];
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let allHeld!: () => void;
-    const held = new Promise<void>((resolve) => {
-      allHeld = resolve;
-    });
-    let allDone!: () => void;
-    const finished = new Promise<void>((resolve) => {
-      allDone = resolve;
-    });
+    const released = deferred();
+    const held = deferred();
+    const finished = deferred();
     await queue.work<{ n: number }>(JOBS.provision, async (job) => {
       if (job.data.n <= 4) {
         holding.add(job.data.n);
-        if (holding.size === 4) allHeld();
-        await released;
+        if (holding.size === 4) held.resolve();
+        await released.promise;
       }
       done.push(job.data.n);
-      if (done.length === 10) allDone();
+      if (done.length === 10) finished.resolve();
     });
     for (const n of [1, 2, 3, 4]) await queue.send(JOBS.provision, { n }, `held-${n}`);
-    await held;
+    await held.promise;
     for (let n = 5; n <= 10; n++) await queue.send(JOBS.provision, { n }, `queued-${n}`);
-    release();
-    await finished;
+    released.resolve();
+    await finished.promise;
     expect(done.toSorted((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Completed in the queue too, not only run: pg-boss marks the job after its handler returned.
     const states = await waitFor(async () => {

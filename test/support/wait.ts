@@ -75,3 +75,12 @@ export async function streamStarted(stream: AsyncIterator<unknown>): Promise<voi
     what: 'the stream to take its starting point',
   });
 }
+
+/** A promise and the function that settles it, for a test that releases a step itself. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
