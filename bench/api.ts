@@ -13,6 +13,7 @@ import { createSchema, createYoga } from 'graphql-yoga';
 import type { Prisma } from '../prisma/generated/client/client';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
+import { waitFor } from '../test/support/wait';
 import { type BenchResult, percentile, round, runLoad, runIfMain } from './support/harness';
 import { SESSIONS_PAGE, instantProvider, seedSessionsPage } from './support/sessions-page';
 
@@ -321,9 +322,11 @@ export async function run(): Promise<BenchResult[]> {
     // Every create provisions in the background (the instant provider): the serial run's sessions
     // are RUNNING before the burst starts, and the burst's last one becomes RUNNING some time
     // after the last create was answered.
-    const provisioning = () => db.session.count({ where: { accountId, status: 'PROVISIONING' } });
     const drained = async () => {
-      while ((await provisioning()) > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor(
+        async () => (await db.session.count({ where: { accountId, status: 'PROVISIONING' } })) === 0,
+        { timeoutMs: 120_000, intervalMs: 10, what: 'every created session to leave PROVISIONING' },
+      );
       return performance.now();
     };
     await drained();

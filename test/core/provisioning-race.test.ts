@@ -9,21 +9,20 @@ import { CreateSessionDocument, StopSessionDocument } from '../generated/graphql
 import { createProject } from '../leases/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
-import { waitFor } from '../support/wait';
+import { deferred, waitFor } from '../support/wait';
 
 /** A provider (outside our system) whose create waits until the test lets it answer. */
 function gatedProvider() {
   const created: string[] = [];
   const stopped: string[] = [];
   const destroyed: string[] = [];
-  const gate = { answer: 'STARTED' as SandboxState, release: () => {}, entered: 0 };
+  const gate = { answer: 'STARTED' as SandboxState, answered: deferred(), entered: 0 };
   const provider: SandboxProvider = {
     name: 'DAYTONA',
     async create(request) {
       gate.entered += 1;
-      await new Promise<void>((resolve) => {
-        gate.release = resolve;
-      });
+      await gate.answered.promise;
+      gate.answered = deferred();
       const id = `gated-${request.sandboxId}`;
       created.push(id);
       return { providerSandboxId: id, state: gate.answer, serviceUrl: null };
@@ -57,7 +56,7 @@ describe('a stop racing provisioning', () => {
     projectId = await createProject(t, repo.url, 'DAYTONA');
   });
   afterAll(async () => {
-    cloud.gate.release();
+    cloud.gate.answered.resolve();
     await t?.stop();
     repo.remove();
   });
@@ -73,7 +72,7 @@ describe('a stop racing provisioning', () => {
 
       const stop = await t.request(StopSessionDocument, { input: { sessionId: id } });
       expect(stop.data?.stopSession).toMatchObject({ __typename: 'StopSessionSuccess' });
-      cloud.gate.release();
+      cloud.gate.answered.resolve();
 
       const db = t.app.services.db;
       const sandbox = await waitFor(async () => {
