@@ -592,11 +592,33 @@ export function createGitService(options: GitServiceOptions): GitService {
         });
       }
     }
+    await recordPushedBranches(
+      repo,
+      dir,
+      targets.filter((t) => verdicts.get(t.branch)?.ok === true),
+    );
     return calls.map((call): Settled<void> => {
       const verdict = verdicts.get(call.branch) ?? { ok: false, error: failure(repo, args, result) };
       if (unique.get(call.branch) === call || !verdict.ok) return verdict;
       return { ok: false, error: new GitBranchExistsError(call.branch, repo.url) };
     });
+  }
+
+  /**
+   * Stores the branches a push just created upstream in the mirror too (one `update-ref` for the
+   * batch, under the mirror's lock), so the workspace clone that follows finds its branch there
+   * instead of fetching it back. Best effort: if it fails, the clone fetches the branch as before.
+   */
+  async function recordPushedBranches(
+    repo: ParsedRepo,
+    dir: string,
+    pushed: ReadonlyArray<{ ref: string; commit: string }>,
+  ): Promise<void> {
+    if (pushed.length === 0) return;
+    const stdin = Buffer.from(pushed.map((t) => `update ${t.ref} ${t.commit}\n`).join(''));
+    await locked(repo, () => git(repo, [`--git-dir=${dir}`, 'update-ref', '--stdin'], {}, stdin)).catch(
+      () => undefined,
+    );
   }
 
   /**
@@ -717,14 +739,28 @@ export function createGitService(options: GitServiceOptions): GitService {
       const destination = resolve(targetDir);
       // A local clone hard-links the mirror's objects (copies across file systems); no alternates
       // remain, so the workspace does not depend on the cache.
-      const cloneArgs = ['clone', '--quiet', '--single-branch', '--branch', branch, '--', dir, destination];
+      // The clone writes the workspace's configuration itself (`--config`, one process instead of
+      // one per key); a key git could not split from its value at the first '=' is set on its own.
+      const entries = Object.entries(workspace.config ?? {});
+      const inline = entries.filter(([key]) => !key.includes('='));
+      const cloneArgs = [
+        'clone',
+        '--quiet',
+        '--single-branch',
+        '--branch',
+        branch,
+        ...inline.flatMap(([key, value]) => ['--config', `${key}=${value}`]),
+        '--',
+        dir,
+        destination,
+      ];
       const cloned = await git(repo, cloneArgs);
       if (cloned.exitCode !== 0) throw failure(repo, cloneArgs, cloned);
       try {
         const setUrl = ['-C', destination, 'remote', 'set-url', 'origin', workspace.originUrl ?? repo.url];
         const updated = await git(repo, setUrl);
         if (updated.exitCode !== 0) throw failure(repo, setUrl, updated);
-        for (const [key, value] of Object.entries(workspace.config ?? {})) {
+        for (const [key, value] of entries.filter(([key]) => key.includes('='))) {
           const configArgs = ['-C', destination, 'config', '--local', key, value];
           const configured = await git(repo, configArgs);
           if (configured.exitCode !== 0) throw failure(repo, configArgs, configured);

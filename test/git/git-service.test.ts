@@ -101,6 +101,8 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     expect(result.commit).toBe(upstream.second);
     expect(refValue(upstream.dir, `refs/heads/${branch}`)).toBe(upstream.second);
     expect(refValue(upstream.dir, 'refs/heads/main')).toBe(upstream.second);
+    // The mirror records the branch it created, so the workspace clone need not fetch it back.
+    expect(refValue(await service.mirrorDir(repo), `refs/heads/${branch}`)).toBe(upstream.second);
     expect(await service.branchExists(repo, branch)).toBe(true);
     expect(await service.branchExists(repo, 'never-cut')).toBe(false);
   });
@@ -211,7 +213,14 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     const { upstream, service, repo } = setup(tmp);
     await service.cutBranch(repo, 'v1', 'session-clone');
     const target = join(tmp, 'workspace');
-    const { commit } = await service.cloneWorkspace(repo, 'session-clone', target);
+    const helperKey = 'credential.http://127.0.0.1:4000.helper';
+    // A key with '=' cannot ride on the clone's --config (git splits at the first '=').
+    const queryKey = 'credential.http://127.0.0.1:4000/a?b=c.username';
+    const { commit } = await service.cloneWorkspace(repo, 'session-clone', target, {
+      config: { [helperKey]: '!singulacomp git-credential', [queryKey]: 'x-token' },
+    });
+    expect(git(target, 'config', '--local', '--get', helperKey)).toBe('!singulacomp git-credential');
+    expect(git(target, 'config', '--local', '--get', queryKey)).toBe('x-token');
     expect(commit).toBe(upstream.first);
     expect(git(target, 'rev-parse', 'HEAD')).toBe(upstream.first);
     expect(git(target, 'symbolic-ref', '--short', 'HEAD')).toBe('session-clone');
