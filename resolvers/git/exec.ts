@@ -3,6 +3,7 @@
 // output. Credentials travel as GIT_CONFIG_* environment entries: never on the command line (visible
 // in `ps`), never in a URL, never on disk.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { runInHelper } from './runner';
 
 export interface GitRunOptions {
   /** Directory git runs in; commands pass --git-dir/-C explicitly, this only stops repository discovery. */
@@ -23,8 +24,6 @@ export interface GitRunResult {
   timedOut: boolean;
   outputTooLarge: boolean;
 }
-
-const STDERR_LIMIT_BYTES = 16 * 1024;
 
 // Only what git needs to find itself, ssh keys/agent and an outbound proxy; everything else, notably
 // GIT_DIR, GIT_ASKPASS and GIT_CONFIG_* set by a parent process, stays out.
@@ -74,62 +73,19 @@ export function childEnv(
   return env;
 }
 
-/** Runs `git <args>`; resolves with the outcome for any exit code, rejects only when git cannot start. */
+/**
+ * Runs `git <args>`; resolves with the outcome for any exit code, rejects only when git cannot start.
+ * The process is started by this process's git runner (runner.ts), in its own process group, so a
+ * timeout also kills git-remote-https, ssh and upload-pack children.
+ */
 export function runGit(args: readonly string[], options: GitRunOptions): Promise<GitRunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', args, {
-      cwd: options.cwd,
-      env: childEnv(options.cwd, options.config),
-      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-      // Own process group, so a timeout also kills git-remote-https, ssh and upload-pack children.
-      detached: true,
-    });
-    if (options.stdin && child.stdin) {
-      child.stdin.on('error', () => {
-        // git exited before reading everything; its exit code tells the story.
-      });
-      child.stdin.end(options.stdin);
-    }
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderr = '';
-    let timedOut = false;
-    let outputTooLarge = false;
-
-    const killGroup = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, options.timeoutMs);
-
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (outputTooLarge) return;
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > options.maxOutputBytes) {
-        outputTooLarge = true;
-        killGroup();
-        return;
-      }
-      stdout.push(chunk);
-    });
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      if (stderr.length < STDERR_LIMIT_BYTES) stderr += chunk.slice(0, STDERR_LIMIT_BYTES - stderr.length);
-    });
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (exitCode) => {
-      clearTimeout(timer);
-      resolvePromise({ exitCode, stdout: Buffer.concat(stdout), stderr, timedOut, outputTooLarge });
-    });
+  return runInHelper({
+    args,
+    cwd: options.cwd,
+    env: childEnv(options.cwd, options.config),
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    ...(options.stdin ? { stdin: options.stdin } : {}),
   });
 }
 
