@@ -48,13 +48,23 @@ const ETC_ENTRIES = [
   'npmrc',
 ];
 
-/** True when bubblewrap can create every namespace a sandbox needs on this host. */
+const bwrapProbes = new Map<string, boolean>();
+
+/**
+ * True when bubblewrap can create every namespace a sandbox needs on this host. Probed once per
+ * binary and process: the answer is a property of the host, and the probe blocks while it runs.
+ */
 export function bwrapAvailable(bin = 'bwrap'): boolean {
-  const probe = spawnSync(bin, ['--unshare-all', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], {
-    stdio: 'ignore',
-    timeout: 10_000,
-  });
-  return probe.status === 0;
+  let available = bwrapProbes.get(bin);
+  if (available === undefined) {
+    const probe = spawnSync(bin, ['--unshare-all', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], {
+      stdio: 'ignore',
+      timeout: 10_000,
+    });
+    available = probe.status === 0;
+    bwrapProbes.set(bin, available);
+  }
+  return available;
 }
 
 export interface BwrapArgsOptions {
