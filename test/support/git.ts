@@ -31,6 +31,21 @@ export function git(cwd: string, ...args: string[]): string {
   }).trim();
 }
 
+/**
+ * Runs a shell script of git commands in `cwd` as one process and returns its trimmed stdout; the
+ * script's arguments are `$1`… Starting a process from a test worker forks the worker, which costs
+ * in proportion to its memory (the app, PGlite): one shell that starts several gits costs one fork.
+ */
+function gitScript(cwd: string, script: string, ...args: string[]): string {
+  return execFileSync('sh', ['-ec', script, 'sh', ...args], {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 256 * 1024 * 1024,
+  }).trim();
+}
+
 /** Current value of a ref in a repository, or null. */
 export function refValue(repoDir: string, ref: string): string | null {
   try {
@@ -98,11 +113,14 @@ export function createTestRepo(
   const workdir = join(root, 'work');
   const upstream = join(root, 'upstream.git');
   const url = withUpstream ? upstream : workdir;
-  git(root, 'init', '-q', '-b', 'main', workdir);
-  if (withUpstream) {
-    git(root, 'init', '-q', '--bare', '-b', 'main', upstream);
-    git(workdir, 'remote', 'add', 'origin', upstream);
-  }
+  gitScript(
+    root,
+    withUpstream
+      ? 'git init -q -b main "$1"\ngit init -q --bare -b main "$2"\ngit -C "$1" remote add origin "$2"'
+      : 'git init -q -b main "$1"',
+    workdir,
+    upstream,
+  );
   let counter = 0;
   const repo: TestRepo = {
     url,
@@ -124,10 +142,16 @@ export function createTestRepo(
       }
       for (const path of executable) chmodSync(join(workdir, path), 0o755);
       counter++;
-      git(workdir, 'add', '-A');
-      git(workdir, 'commit', '-q', '--allow-empty', '-m', message ?? `change ${counter}`);
-      if (withUpstream) git(workdir, 'push', '-q', 'origin', 'HEAD');
-      return git(workdir, 'rev-parse', 'HEAD');
+      return gitScript(
+        workdir,
+        [
+          'git add -A',
+          'git commit -q --allow-empty -m "$1"',
+          ...(withUpstream ? ['git push -q origin HEAD'] : []),
+          'git rev-parse HEAD',
+        ].join('\n'),
+        message ?? `change ${counter}`,
+      );
     },
     branches() {
       const out = git(url, 'for-each-ref', '--format=%(refname:short) %(objectname)', 'refs/heads');
