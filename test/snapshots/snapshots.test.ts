@@ -79,7 +79,12 @@ describe('content-addressed snapshots through sessions', () => {
 
   beforeAll(async () => {
     emulated = await startPlatinum({ entryCommand: fakeDaemonCommand(entryDir), buildDelayMs: 1_500 });
-    t = await startTestApp({ providers: [emulated.provider] });
+    t = await startTestApp({
+      providers: [emulated.provider],
+      // The test pushes to the upstream behind the server's back and expects the next session to
+      // start from that push: no ref cache window (SINGULACOMP_REF_CACHE_MS, a documented trade-off).
+      env: { SINGULACOMP_REF_CACHE_MS: '0' },
+    });
     const created = await t.request(ProviderCreateProjectDocument, {
       input: { name: 'snapshots', repositoryUrl: repo.url, provider: 'PLATINUM' },
     });
@@ -172,6 +177,7 @@ describe('content-addressed snapshots through sessions', () => {
       // Shares the data dir too: it holds the bootstrap token and the git cache (locks work across processes).
       dataDir: t.dataDir,
       providers: [emulated.provider],
+      env: { SINGULACOMP_REF_CACHE_MS: '0' },
     });
     try {
       const buildsBefore = emulated.builds();

@@ -100,7 +100,12 @@ describe('webhook triggers', () => {
   beforeAll(async () => {
     t = await startTestApp({
       now: clock.now,
-      env: { SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE) },
+      env: {
+        SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE),
+        // The test pushes to the upstream behind the server's back and expects the next session to
+        // start from that push: no ref cache window (SINGULACOMP_REF_CACHE_MS, a documented trade-off).
+        SINGULACOMP_REF_CACHE_MS: '0',
+      },
     });
     repo = createTestRepo({ 'README.md': '# triggers\n' });
     const res = await t.request(CreateProjectDocument, {
