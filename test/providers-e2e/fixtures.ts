@@ -1,5 +1,6 @@
 // Cloud adapters (real SDKs) pointed at the provider emulators, and the entry command that runs the
-// REAL daemon (agent/main.ts through node + tsx) inside an emulated sandbox.
+// REAL daemon (the bundle dist/singulacomp-agent.mjs that images install, run by plain node) inside an
+// emulated sandbox.
 //
 // Workspace: a real image bakes the entrypoint, which clones the session branch through the API's
 // git proxy with SINGULACOMP_TOKEN. The emulators have no image and the tests no git proxy, so the
@@ -35,8 +36,8 @@ export function daemonEntry(repositoryPath: string): EntryScript {
   const dir = mkdtempSync(join(tmpdir(), 'sc-entry-'));
   const file = join(dir, 'entry.sh');
   const node = JSON.stringify(process.execPath);
-  const tsx = JSON.stringify(join(ROOT, 'node_modules/tsx/dist/cli.mjs'));
-  const agent = JSON.stringify(join(ROOT, 'agent/main.ts'));
+  // Built from the current agent/ sources by the test run's global setup.
+  const agent = JSON.stringify(join(ROOT, 'dist/singulacomp-agent.mjs'));
   writeFileSync(
     file,
     `#!/bin/sh
@@ -46,7 +47,7 @@ DIR="$PWD"
 git clone -q --branch "$SINGULACOMP_BRANCH_NAME" ${JSON.stringify(repositoryPath)} "$DIR/workspace"
 mkdir -p "$DIR/home"
 OPENCODE_PORT=$(${node} -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-exec ${node} ${tsx} ${agent} --workspace "$DIR/workspace" --home "$DIR/home" --opencode-port "$OPENCODE_PORT" >>"$DIR/daemon.log" 2>&1
+exec ${node} ${agent} --workspace "$DIR/workspace" --home "$DIR/home" --opencode-port "$OPENCODE_PORT" >>"$DIR/daemon.log" 2>&1
 `,
   );
   chmodSync(file, 0o755);
