@@ -20,9 +20,9 @@ export const GIT_ENV: NodeJS.ProcessEnv = {
   LC_ALL: 'C',
 };
 
-/** Runs git synchronously in `cwd` and returns trimmed stdout (throws with git's stderr on failure). */
-export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, {
+/** Runs `file` synchronously in `cwd` with the kit's git environment; returns trimmed stdout. */
+function run(cwd: string, file: string, args: readonly string[]): string {
+  return execFileSync(file, args, {
     cwd,
     env: GIT_ENV,
     encoding: 'utf8',
@@ -31,19 +31,18 @@ export function git(cwd: string, ...args: string[]): string {
   }).trim();
 }
 
+/** Runs git synchronously in `cwd` and returns trimmed stdout (throws with git's stderr on failure). */
+export function git(cwd: string, ...args: string[]): string {
+  return run(cwd, 'git', args);
+}
+
 /**
  * Runs a shell script of git commands in `cwd` as one process and returns its trimmed stdout; the
  * script's arguments are `$1`… Starting a process from a test worker forks the worker, which costs
  * in proportion to its memory (the app, PGlite): one shell that starts several gits costs one fork.
  */
 function gitScript(cwd: string, script: string, ...args: string[]): string {
-  return execFileSync('sh', ['-ec', script, 'sh', ...args], {
-    cwd,
-    env: GIT_ENV,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    maxBuffer: 256 * 1024 * 1024,
-  }).trim();
+  return run(cwd, 'sh', ['-ec', script, 'sh', ...args]);
 }
 
 /** Current value of a ref in a repository, or null. */
