@@ -3,7 +3,7 @@
 // output. Credentials travel as GIT_CONFIG_* environment entries: never on the command line (visible
 // in `ps`), never in a URL, never on disk.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { runInHelper } from './runner';
+import { type RunnerResult, runInHelper } from './runner';
 
 export interface GitRunOptions {
   /** Directory git runs in; commands pass --git-dir/-C explicitly, this only stops repository discovery. */
@@ -17,13 +17,8 @@ export interface GitRunOptions {
   stdin?: Buffer;
 }
 
-export interface GitRunResult {
-  exitCode: number | null;
-  stdout: Buffer;
-  stderr: string;
-  timedOut: boolean;
-  outputTooLarge: boolean;
-}
+/** A finished command: its exit code (null when killed), bounded output, and why it was killed. */
+export type GitRunResult = RunnerResult;
 
 // Only what git needs to find itself, ssh keys/agent and an outbound proxy; everything else, notably
 // GIT_DIR, GIT_ASKPASS and GIT_CONFIG_* set by a parent process, stays out.
