@@ -48,12 +48,14 @@ export class OpencodeClient {
     path: string,
     body?: unknown,
     timeoutMs = this.timeoutMs,
+    signal?: AbortSignal,
   ): Promise<unknown> {
+    const deadline = AbortSignal.timeout(timeoutMs);
     const response = await request(`${this.baseUrl}${path}`, {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
     });
     const text = await response.text();
     if (!response.ok)
@@ -61,9 +63,12 @@ export class OpencodeClient {
     return text ? JSON.parse(text) : null;
   }
 
-  /** GET /global/health → `{ healthy, version }`. Requests made while OpenCode boots can hang, hence the short timeout. */
-  async health(timeoutMs = 2_000): Promise<{ healthy: boolean; version?: string }> {
-    return (await this.request('GET', '/global/health', undefined, timeoutMs)) as {
+  /**
+   * GET /global/health → `{ healthy, version }`. A request made while OpenCode boots can hang (see
+   * OpencodeProcess.waitHealthy), hence the short timeout and the optional `signal` to drop it.
+   */
+  async health(timeoutMs = 2_000, signal?: AbortSignal): Promise<{ healthy: boolean; version?: string }> {
+    return (await this.request('GET', '/global/health', undefined, timeoutMs, signal)) as {
       healthy: boolean;
       version?: string;
     };
@@ -119,6 +124,8 @@ export interface OpencodeProcessOptions {
   /** Extra environment (on top of the daemon's own). */
   env?: Record<string, string>;
   logger: Logger;
+  /** How long one health request may go unanswered before the next is sent. @default 2000 */
+  healthRequestTimeoutMs?: number;
 }
 
 /** One `opencode serve` child, in its own process group so its tools die with it. */
@@ -129,6 +136,7 @@ export class OpencodeProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private readonly log: Logger;
+  private readonly healthRequestTimeoutMs: number;
   /**
    * Aborted at the child's next output or exit, then replaced: a health poll waiting out its
    * interval wakes then, since OpenCode prints its "listening" line the moment it can answer.
@@ -137,6 +145,7 @@ export class OpencodeProcess {
 
   constructor(options: OpencodeProcessOptions) {
     this.port = options.port;
+    this.healthRequestTimeoutMs = options.healthRequestTimeoutMs ?? 2_000;
     this.log = options.logger.child({ module: 'opencode', port: options.port });
     this.client = new OpencodeClient(`http://127.0.0.1:${options.port}`);
     this.child = spawn(options.bin, ['serve', '--port', String(options.port), '--hostname', '127.0.0.1'], {
@@ -193,6 +202,10 @@ export class OpencodeProcess {
   /**
    * Polls GET /global/health until healthy, every `pollMs` and whenever OpenCode writes output;
    * throws on timeout or if the process exits first.
+   *
+   * OpenCode opens its port before it serves: a request that connects in between (after its
+   * first line, before "listening") is never answered. Its output therefore also drops the
+   * request in flight, and the next one goes out at once instead of after the request timeout.
    */
   async waitHealthy(timeoutMs: number, pollMs = 200, signal?: AbortSignal): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -201,10 +214,13 @@ export class OpencodeProcess {
       if (!this.alive)
         throw new Error(`opencode exited before becoming healthy (code ${this.exitInfo?.code})`);
       if (signal?.aborted) throw new Error('aborted');
-      // Taken before the check: output arriving while it runs ends the pause at once.
+      // Taken before the check: output arriving while it runs drops the request and ends the pause.
       const output = this.output.signal;
       try {
-        const health = await this.client.health(Math.min(2_000, Math.max(200, deadline - Date.now())));
+        const health = await this.client.health(
+          Math.min(this.healthRequestTimeoutMs, Math.max(200, deadline - Date.now())),
+          output,
+        );
         if (health.healthy) return;
         lastError = 'reported unhealthy';
       } catch (error) {

@@ -54,14 +54,22 @@ async function bareOpencode(baseURL: string): Promise<number> {
       HOME: join(root, 'home'),
       OPENCODE_CONFIG_DIR: join(workspace, '.singulacomp', 'opencode'),
     },
-    stdio: 'ignore',
+    stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
+  // A request made while OpenCode boots can hang: each try gets a short deadline and, as in the
+  // daemon (OpencodeProcess.waitHealthy), is dropped when OpenCode prints.
+  let output = new AbortController();
+  const wake = () => {
+    output.abort();
+    output = new AbortController();
+  };
+  child.stdout?.on('data', wake);
+  child.stderr?.on('data', wake);
   try {
     await until(async () => {
-      // A request made while OpenCode boots can hang: each try gets a short deadline.
       const res = await fetch(`http://127.0.0.1:${port}/global/health`, {
-        signal: AbortSignal.timeout(2_000),
+        signal: AbortSignal.any([AbortSignal.timeout(2_000), output.signal]),
       }).catch(() => null);
       return res?.ok ? ((await res.json()) as { healthy?: boolean }).healthy : null;
     }, 'a bare opencode serve to be healthy');

@@ -485,12 +485,15 @@ describe('daemon log lines', () => {
 });
 
 describe('OpenCode start', () => {
-  test('the health poll wakes when OpenCode prints, instead of waiting out its interval', async () => {
+  /**
+   * A stand-in for `opencode serve --port N` running `handler` (the body of a node:http request
+   * handler, with `healthy` false until SIGUSR2). On SIGUSR2 it becomes healthy and prints its
+   * listening line, as OpenCode does when it can answer; it prints a line once its port is open,
+   * as OpenCode prints a warning first. Each health request is marked in a file, not on stdout,
+   * which would wake the poll itself.
+   */
+  async function fakeOpencode(handler: string, healthRequestTimeoutMs?: number) {
     const dir = await mkdtemp(join(tmpdir(), 'singulacomp-fake-opencode-'));
-    // A stand-in for `opencode serve --port N`: answers unhealthy until SIGUSR2, then healthy, and
-    // prints its listening line as OpenCode does when it can answer (and a line once its port is
-    // open, as OpenCode prints a warning first). It marks each health request in a file, not on
-    // stdout, which would wake the poll itself.
     const script = join(dir, 'fake-opencode.mjs');
     await writeFile(
       script,
@@ -501,8 +504,7 @@ let healthy = false;
 process.on('SIGUSR2', () => { healthy = true; console.log('opencode server listening on http://127.0.0.1:' + port); });
 createServer((req, res) => {
   appendFileSync(${JSON.stringify(join(dir, 'polls'))}, 'x');
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ healthy, version: 'fake' }));
+  ${handler}
 }).listen(port, '127.0.0.1', () => console.log('started'));
 `,
     );
@@ -517,10 +519,35 @@ createServer((req, res) => {
       home: dir,
       configDir: dir,
       logger: createLogger('silent'),
+      ...(healthRequestTimeoutMs ? { healthRequestTimeoutMs } : {}),
     });
+    const polls = async () => (await readFile(join(dir, 'polls'), 'utf8').catch(() => '')).length;
+    return { proc, polls };
+  }
+
+  const ANSWER = `res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ healthy, version: 'fake' }));`;
+
+  test('the health poll wakes when OpenCode prints, instead of waiting out its interval', async () => {
+    const { proc, polls } = await fakeOpencode(ANSWER);
     try {
-      const polls = async () => (await readFile(join(dir, 'polls'), 'utf8').catch(() => '')).length;
       // An interval far beyond the test's timeout: only the output can end the pause.
+      const healthy = proc.waitHealthy(600_000, 600_000);
+      await waitFor(async () => (await polls()) >= 1, 30_000, 'a first health request');
+      proc.signal('SIGUSR2');
+      await healthy;
+      expect(await polls()).toBeGreaterThanOrEqual(2);
+    } finally {
+      await proc.stop(1_000);
+    }
+  }, 60_000);
+
+  test('a health request OpenCode leaves unanswered while it boots is dropped when it prints', async () => {
+    // Requests that arrive before SIGUSR2 are never answered, as OpenCode leaves those that
+    // connect between opening its port and its listening line; the request timeout is far beyond
+    // the test's, so only the output can end the wait.
+    const { proc, polls } = await fakeOpencode(`if (!healthy) return;\n  ${ANSWER}`, 600_000);
+    try {
       const healthy = proc.waitHealthy(600_000, 600_000);
       await waitFor(async () => (await polls()) >= 1, 30_000, 'a first health request');
       proc.signal('SIGUSR2');
