@@ -96,8 +96,23 @@ describe('the sessions list and the account switcher in a real browser', () => {
       expect(Math.max(...domRows, await rows.count())).toBeLessThanOrEqual(MAX_DOM_ROWS);
       expect(await rows.count()).toBeGreaterThan(5);
       // Back to the top by keyboard: the newest session is rendered again, the oldest is gone.
-      await page.keyboard.press('Home');
-      await page.locator(`tr[data-session="${seeded.at(-1)}"]`).waitFor();
+      // Home is pressed again until the newest row is in view (one clean-clone run under load
+      // waited 30 s after a single press); each miss records where the region stood and whether it
+      // had the focus, so a failure says which of the two went wrong.
+      const newest = page.locator(`tr[data-session="${seeded.at(-1)}"]`);
+      await waitFor(
+        async () => {
+          if (await newest.isVisible()) return true;
+          const state = await region.evaluate((el) => ({
+            scrollTop: el.scrollTop,
+            focused: document.activeElement === el,
+            active: document.activeElement?.tagName,
+          }));
+          await page.keyboard.press('Home');
+          throw new Error(`the newest row is not in view: ${JSON.stringify(state)}`);
+        },
+        { timeoutMs: 30_000, what: 'the newest session to be scrolled back into view' },
+      );
       expect(await last.count()).toBe(0);
 
       // Scrolling through the middle frame by frame: at no frame does the DOM hold more than the
