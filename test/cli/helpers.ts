@@ -1,7 +1,7 @@
 // Drives the real `singulacomp` CLI (the shim the server installs for LOCAL sandboxes): as a child
 // process for scripts, and inside a tmux pane (a real pseudo-terminal) for prompts and spinners.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../support/wait';
@@ -32,7 +32,11 @@ export function runCli(dataDir: string, args: string[], env: Record<string, stri
   });
 }
 
-/** A tmux pane running one command; its exit code is printed as `EXIT=<n>` when it ends. */
+/**
+ * A tmux pane running one command; its exit code is printed as `EXIT=<n>` when it ends (and written
+ * to a file, which exitCode polls: each screen capture starts a tmux client, a fork of the test
+ * worker that costs in proportion to its memory).
+ */
 export interface Pane {
   text(): string;
   waitForText(pattern: RegExp, timeoutMs?: number): Promise<string>;
@@ -48,6 +52,7 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
   const dir = mkdtempSync(join(tmpdir(), 'sc-pane-'));
   const socket = `sc-cli-${process.pid}-${Math.random().toString(36).slice(2)}`;
   const script = join(dir, 'run.sh');
+  const exitFile = join(dir, 'exit');
   const quote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`;
   writeFileSync(
     script,
@@ -56,7 +61,9 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
         ([key, value]) => `export ${key}=${quote(value)}`,
       ),
       `${command.map(quote).join(' ')}`,
-      'echo "EXIT=$?"',
+      'code=$?',
+      'echo "EXIT=$code"',
+      `echo "$code" > ${quote(exitFile)}`,
       'sleep 600',
     ].join('\n'),
   );
@@ -96,12 +103,18 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
       ),
     send: (...keys) => execFileSync('tmux', ['-L', socket, 'send-keys', '-t', 'cli', ...keys]),
     async exitCode(timeoutMs = 120_000) {
+      await waitFor(() => existsSync(exitFile) && readFileSync(exitFile, 'utf8').endsWith('\n'), {
+        timeoutMs,
+        intervalMs: 25,
+      });
+      // The file follows the EXIT line, which tmux may still be drawing: the screen then holds all
+      // the command printed.
       const screen = await waitFor(
         async () => {
           const current = text();
           return /EXIT=\d+/.test(current) ? current : null;
         },
-        { timeoutMs, intervalMs: 25 },
+        { timeoutMs: 30_000, intervalMs: 25 },
       );
       return Number(/EXIT=(\d+)/.exec(screen)?.[1]);
     },
