@@ -107,16 +107,10 @@ export function startPane(command: string[], env: Record<string, string>): Pane 
         timeoutMs,
         intervalMs: 25,
       });
-      // The file follows the EXIT line, which tmux may still be drawing: the screen then holds all
-      // the command printed.
-      const screen = await waitFor(
-        async () => {
-          const current = text();
-          return /EXIT=\d+/.test(current) ? current : null;
-        },
-        { timeoutMs: 30_000, intervalMs: 25 },
-      );
-      return Number(/EXIT=(\d+)/.exec(screen)?.[1]);
+      // The file follows the EXIT line, which tmux may still be drawing: once the screen shows it,
+      // the screen holds all the command printed.
+      await waitFor(() => /EXIT=\d+/.test(text()), { timeoutMs: 30_000, intervalMs: 25 });
+      return Number(readFileSync(exitFile, 'utf8'));
     },
     kill: () => {
       try {
