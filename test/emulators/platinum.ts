@@ -80,6 +80,23 @@ export class PlatinumEmulator extends EmulatorBase {
     };
   }
 
+  private buildsHeld: Promise<void> | null = null;
+
+  /**
+   * Image builds requested from now on stay `building` until the returned release is called (and
+   * their build delay has passed): a test sees the wait for a build however slowly it polls.
+   */
+  holdImageBuilds(): () => void {
+    let release = () => {};
+    this.buildsHeld = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.buildsHeld = null;
+      release();
+    };
+  }
+
   static start(options: PlatinumEmulatorOptions = {}): Promise<PlatinumEmulator> {
     return EmulatorBase.listening(new PlatinumEmulator(options));
   }
@@ -322,8 +339,13 @@ export class PlatinumEmulator extends EmulatorBase {
         errorReason: null,
       };
       this.images.set(body.name, image);
+      const held = this.buildsHeld;
       this.later(this.options.imageBuildDelayMs, () => {
-        image.state = 'ready';
+        if (!held) image.state = 'ready';
+        else
+          held.then(() => {
+            image.state = 'ready';
+          });
       });
       return { status: 202, json: { name: image.name, state: image.state, errorReason: null } };
     }

@@ -151,7 +151,9 @@ export async function startE2B(
   };
 }
 
-export async function startPlatinum(options: EmulatorOptions): Promise<EmulatedProvider> {
+export async function startPlatinum(
+  options: EmulatorOptions,
+): Promise<EmulatedProvider & { emulator: PlatinumEmulator }> {
   const emulator = await PlatinumEmulator.start({ imageBuildDelayMs: options.buildDelayMs ?? 30 });
   const provider = new PlatinumProvider({
     apiKey: emulator.apiKey,
@@ -162,6 +164,7 @@ export async function startPlatinum(options: EmulatorOptions): Promise<EmulatedP
   });
   return {
     name: 'PLATINUM',
+    emulator,
     provider,
     list: () => emulator.list().map((s) => s.id),
     nativeState: (id) => {

@@ -17,7 +17,7 @@ import {
   ProviderSessionDocument,
   ProviderSyncManifestDocument,
 } from '../generated/graphql';
-import { type EmulatedProvider, startPlatinum } from '../providers-e2e/fixtures';
+import { startPlatinum } from '../providers-e2e/fixtures';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
@@ -41,7 +41,7 @@ describe('content-addressed snapshots through sessions', () => {
     'README.md': '# app\n',
   });
   const entryDir = mkdtempSync(join(tmpdir(), 'sc-snap-entry-'));
-  let emulated: EmulatedProvider;
+  let emulated: Awaited<ReturnType<typeof startPlatinum>>;
   let t: TestApp;
   let projectId: string;
 
@@ -179,6 +179,9 @@ describe('content-addressed snapshots through sessions', () => {
       providers: [emulated.provider],
       env: { SINGULACOMP_REF_CACHE_MS: '0' },
     });
+    // The build waits for the test: under load, sessions that reached the build after a timed
+    // build had ended started from its snapshot, and the polls never saw two of them wait.
+    const releaseBuild = emulated.emulator.holdImageBuilds();
     try {
       const buildsBefore = emulated.builds();
       const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => start(i % 2 === 0 ? t : second)));
@@ -188,6 +191,7 @@ describe('content-addressed snapshots through sessions', () => {
         return preparing.length >= 2 ? preparing : null;
       });
       expect(phases.every((s) => s.status === 'PROVISIONING')).toBe(true);
+      releaseBuild();
       const sessions = await Promise.all(ids.map(running));
       expect(emulated.builds() - buildsBefore).toBe(1);
       const keys = new Set(sessions.map((s) => s.sandbox?.snapshot?.key));
@@ -197,6 +201,7 @@ describe('content-addressed snapshots through sessions', () => {
       expect(rows).toHaveLength(1);
       expect(rows[0]?.status).toBe('ACTIVE');
     } finally {
+      releaseBuild();
       const live = await t.app.services.db.session.findMany({
         where: { status: { in: ['PROVISIONING', 'RUNNING'] } },
       });
