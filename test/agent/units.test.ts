@@ -528,34 +528,33 @@ createServer((req, res) => {
   const ANSWER = `res.setHeader('content-type', 'application/json');
   res.end(JSON.stringify({ healthy, version: 'fake' }));`;
 
-  test('the health poll wakes when OpenCode prints, instead of waiting out its interval', async () => {
-    const { proc, polls } = await fakeOpencode(ANSWER);
+  /**
+   * Polls the fake's health with an interval far beyond the test's timeout, makes it healthy
+   * (SIGUSR2) once its first health request arrived, and returns how many requests it saw by the
+   * time the poll returned: only OpenCode's output can end the pause.
+   */
+  async function healthyAfterOutput(handler: string, healthRequestTimeoutMs?: number): Promise<number> {
+    const { proc, polls } = await fakeOpencode(handler, healthRequestTimeoutMs);
     try {
-      // An interval far beyond the test's timeout: only the output can end the pause.
       const healthy = proc.waitHealthy(600_000, 600_000);
       await waitFor(async () => (await polls()) >= 1, 30_000, 'a first health request');
       proc.signal('SIGUSR2');
       await healthy;
-      expect(await polls()).toBeGreaterThanOrEqual(2);
+      return await polls();
     } finally {
       await proc.stop(1_000);
     }
+  }
+
+  test('the health poll wakes when OpenCode prints, instead of waiting out its interval', async () => {
+    expect(await healthyAfterOutput(ANSWER)).toBeGreaterThanOrEqual(2);
   }, 60_000);
 
   test('a health request OpenCode leaves unanswered while it boots is dropped when it prints', async () => {
     // Requests that arrive before SIGUSR2 are never answered, as OpenCode leaves those that
     // connect between opening its port and its listening line; the request timeout is far beyond
     // the test's, so only the output can end the wait.
-    const { proc, polls } = await fakeOpencode(`if (!healthy) return;\n  ${ANSWER}`, 600_000);
-    try {
-      const healthy = proc.waitHealthy(600_000, 600_000);
-      await waitFor(async () => (await polls()) >= 1, 30_000, 'a first health request');
-      proc.signal('SIGUSR2');
-      await healthy;
-      expect(await polls()).toBeGreaterThanOrEqual(2);
-    } finally {
-      await proc.stop(1_000);
-    }
+    expect(await healthyAfterOutput(`if (!healthy) return;\n  ${ANSWER}`, 600_000)).toBeGreaterThanOrEqual(2);
   }, 60_000);
 });
 
