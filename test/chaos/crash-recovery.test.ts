@@ -38,7 +38,7 @@ describe('kill -9 of a server mid-burst and mid-provisioning', { timeout: 300_00
   test('every session reaches RUNNING or FAILED within 60 s, exactly the limit stay live, and stopping them leaves no process', async ({
     onTestFinished,
   }) => {
-    // Two clean-clone runs spent about 190 s here instead of about 40 s, with every step passing:
+    // Two clean-clone runs spent about 190 s here instead of 4-10 s, with every step passing:
     // when the test runs long, it prints how long each step took, so the next one says where.
     const laps: Array<[string, number]> = [];
     let lapStart = Date.now();
