@@ -1,8 +1,11 @@
 // Mutual exclusion for writes to a mirror: an in-process queue per lock path plus an exclusive lock
-// file (`open(…, 'wx')`) shared by every process using the same cache directory. A lock whose owner
-// died (same host, pid gone) or that is older than `staleMs` is broken.
+// file shared by every process using the same cache directory. The file is created with its owner
+// already in it (written aside, then hard-linked into place, which fails if the lock exists), so a
+// process killed at any point never leaves an ownerless lock. A lock whose owner died (same host,
+// pid gone) or that is older than `staleMs` is broken, and so is one with no readable owner after
+// OWNERLESS_GRACE_MS (left by an older version that created the file before writing it).
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +24,9 @@ interface LockOwner {
 }
 
 const queues = new Map<string, Promise<void>>();
+
+/** How old a lock file with no readable owner must be before it is broken. */
+export const OWNERLESS_GRACE_MS = 10_000;
 
 /** Runs `task` while holding the lock at `lockPath`, in this process and across processes. */
 export async function withLock<T>(
@@ -62,13 +68,14 @@ async function acquireFileLock(lockPath: string, options: FileLockOptions): Prom
   const content = JSON.stringify(owner);
   const deadline = Date.now() + options.acquireTimeoutMs;
   let delayMs = 5;
+  const aside = `${lockPath}.${owner.token}`;
   for (;;) {
     try {
-      const handle = await open(lockPath, 'wx');
+      await writeFile(aside, content);
       try {
-        await handle.writeFile(content);
+        await link(aside, lockPath);
       } finally {
-        await handle.close();
+        await unlink(aside).catch(() => undefined);
       }
       return () => releaseFileLock(lockPath, owner.token);
     } catch (error) {
@@ -129,7 +136,8 @@ async function breakIfStale(lockPath: string, staleMs: number): Promise<boolean>
   // Our own pid can only be a previous incarnation (a restarted container reuses pid 1): the
   // in-process queue guarantees this process does not hold the lock now.
   const ownerGone = sameHost && (owner.pid === process.pid || !pidAlive(owner.pid));
-  if (!ownerGone && Date.now() - mtimeMs < staleMs) return false;
+  const age = Date.now() - mtimeMs;
+  if (!ownerGone && age < staleMs && (owner !== null || age < OWNERLESS_GRACE_MS)) return false;
 
   // Move the stale file aside atomically, then check we moved the file we judged: if another process
   // broke it first and a live owner re-created it in between, put that one back.
