@@ -4,12 +4,12 @@
 // create → RUNNING), the daemon's start (RUNNING → its first runtime report) and OpenCode's start
 // (first report → HEALTHY). Baseline in the same run: a bare `opencode serve` in a prepared
 // workspace, spawn → /global/health healthy, which no sandbox can beat.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../contract/ports';
-import { resolveOpencodeBin } from '../agent/opencode';
+import { createLogger } from '../agent/logger';
+import { OpencodeProcess, resolveOpencodeBin } from '../agent/opencode';
 import { startE2e } from '../test/e2e/helpers';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../test/fixtures/opencode-project';
 import { CreateSessionDocument, StopSessionDocument } from '../test/generated/graphql';
@@ -37,49 +37,32 @@ async function until<T>(check: () => Promise<T | null | undefined>, what: string
   }
 }
 
-/** Spawn → healthy of a bare `opencode serve` on the same config, the floor of any sandbox. */
+/**
+ * Spawn → healthy of a bare `opencode serve` on the same config, the floor of any sandbox: the
+ * daemon's own OpenCode process and health poll (OpencodeProcess), without the daemon around it.
+ */
 async function bareOpencode(baseURL: string): Promise<number> {
   const root = await mkdtemp(join(tmpdir(), 'singulacomp-bench-ready-'));
   const workspace = join(root, 'workspace');
   await writeOpencodeProject(workspace, { baseURL });
   await mkdir(join(root, 'home'), { recursive: true });
-  const bin = resolveOpencodeBin();
   const port = await freePort();
   const started = performance.now();
-  const child: ChildProcess = spawn(bin, ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
-    cwd: workspace,
-    env: {
-      ...process.env,
-      ...OFFLINE_OPENCODE_ENV,
-      HOME: join(root, 'home'),
-      OPENCODE_CONFIG_DIR: join(workspace, '.singulacomp', 'opencode'),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
+  const proc = new OpencodeProcess({
+    bin: resolveOpencodeBin(),
+    port,
+    workspace,
+    home: join(root, 'home'),
+    configDir: join(workspace, '.singulacomp', 'opencode'),
+    env: { ...OFFLINE_OPENCODE_ENV },
+    logger: createLogger('silent'),
   });
-  // A request made while OpenCode boots can hang: each try gets a short deadline and, as in the
-  // daemon (OpencodeProcess.waitHealthy), is dropped when OpenCode prints.
-  let output = new AbortController();
-  const wake = () => {
-    output.abort();
-    output = new AbortController();
-  };
-  child.stdout?.on('data', wake);
-  child.stderr?.on('data', wake);
   try {
-    await until(async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/global/health`, {
-        signal: AbortSignal.any([AbortSignal.timeout(2_000), output.signal]),
-      }).catch(() => null);
-      return res?.ok ? ((await res.json()) as { healthy?: boolean }).healthy : null;
-    }, 'a bare opencode serve to be healthy');
+    await proc.waitHealthy(180_000, POLL_MS);
     return performance.now() - started;
   } finally {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+    proc.signal('SIGKILL');
+    await proc.exited;
     await rm(root, { recursive: true, force: true });
   }
 }

@@ -65,31 +65,30 @@ export class LockTimeoutError extends Error {
 
 async function acquireFileLock(lockPath: string, options: FileLockOptions): Promise<() => Promise<void>> {
   const owner: LockOwner = { pid: process.pid, host: hostname(), token: randomUUID() };
-  const content = JSON.stringify(owner);
   const deadline = Date.now() + options.acquireTimeoutMs;
-  let delayMs = 5;
+  // The owner is written once, beside the lock; each try links it into place.
   const aside = `${lockPath}.${owner.token}`;
-  for (;;) {
-    try {
-      await writeFile(aside, content);
+  await writeFile(aside, JSON.stringify(owner)).catch(async (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+    await mkdir(dirname(lockPath), { recursive: true });
+    await writeFile(aside, JSON.stringify(owner));
+  });
+  let delayMs = 5;
+  try {
+    for (;;) {
       try {
         await link(aside, lockPath);
-      } finally {
-        await unlink(aside).catch(() => undefined);
+        return () => releaseFileLock(lockPath, owner.token);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      return () => releaseFileLock(lockPath, owner.token);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') {
-        await mkdir(dirname(lockPath), { recursive: true });
-        continue;
-      }
-      if (code !== 'EEXIST') throw error;
+      if (await breakIfStale(lockPath, options.staleMs)) continue;
+      if (Date.now() > deadline) throw new LockTimeoutError(lockPath);
+      await sleep(delayMs + Math.random() * delayMs);
+      delayMs = Math.min(delayMs * 2, 100);
     }
-    if (await breakIfStale(lockPath, options.staleMs)) continue;
-    if (Date.now() > deadline) throw new LockTimeoutError(lockPath);
-    await sleep(delayMs + Math.random() * delayMs);
-    delayMs = Math.min(delayMs * 2, 100);
+  } finally {
+    await unlink(aside).catch(() => undefined);
   }
 }
 
