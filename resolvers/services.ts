@@ -187,7 +187,7 @@ export function createServices(options: ServicesOptions): Services {
     snapshots,
     onRunning: (id) => sessions.markRunning(id),
     onFailed: (id, reason) => sessions.fail(id, reason),
-    onProviderGone: (id) => sessions.stopInternal(id, 'PROVIDER'),
+    onProviderEnded: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
     installationId: () => installation.id(),
     git: options.git,

@@ -178,7 +178,7 @@ const variables = z.object({
   SINGULACOMP_PROVISIONING_RESUME_MS: ms.default(30_000),
   /** Period of the recovery sweep (resumes or fails interrupted provisioning). */
   SINGULACOMP_RECOVERY_INTERVAL_MS: ms.default(10_000),
-  /** Period of the reconciler (orphaned LOCAL processes, sandboxes that vanished at their provider). */
+  /** Period of the reconciler (orphaned LOCAL processes, sandboxes their provider ended or forgot). */
   SINGULACOMP_RECONCILE_INTERVAL_MS: ms.default(30_000),
   /** A provider sandbox no live session owns is destroyed once it has looked orphaned this long. */
   SINGULACOMP_ORPHAN_GRACE_MS: ms.default(60_000),

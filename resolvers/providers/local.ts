@@ -59,6 +59,12 @@ export interface LocalProviderOptions {
    * data dir on this host can find and stop it (the pid file is only under the launching one's).
    */
   identity?: LocalIdentityStore;
+  /**
+   * Told when an entry process this server launched exits, whatever ended it (our stop, a crash, a
+   * kill from outside): the sandbox is then STOPPED. Entries launched by another server process
+   * (or before a restart) are not watched.
+   */
+  onEntryExit?: (providerSandboxId: string) => void;
 }
 
 /** The entry process of a LOCAL sandbox: pid (= its process group) and start time in clock ticks. */
@@ -252,6 +258,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     child.once('exit', () => {
       children.delete(id);
       closeBridges(id).catch(() => {});
+      options.onEntryExit?.(id);
     });
     await writeFile(pidFile(id), String(child.pid));
     const startTicks = child.pid ? await processStartTicks(child.pid) : null;

@@ -43,8 +43,11 @@ export interface ProvisionerOptions {
   /** Moves a session still PROVISIONING to RUNNING; false when it was not (a stop won). */
   onRunning: (sessionId: string) => Promise<boolean>;
   onFailed: (sessionId: string, reason: string) => Promise<unknown>;
-  /** The provider no longer knows a live session's sandbox (stops the session with PROVIDER). */
-  onProviderGone?: (sessionId: string) => Promise<unknown>;
+  /**
+   * The provider no longer runs a live session's sandbox: it is gone, or it was stopped or paused
+   * by something other than us (stops the session with PROVIDER).
+   */
+  onProviderEnded?: (sessionId: string) => Promise<unknown>;
   /** Where provisioning and teardown retries run; without it they run in this process only. */
   jobs?: JobQueue;
   /** This installation's id, tagged on every provider sandbox (resolvers/sessions/installation.ts). */
@@ -402,7 +405,11 @@ export function createProvisioner(options: ProvisionerOptions) {
 
   /**
    * Reads the sandbox's state from its provider. A sandbox the provider no longer knows is
-   * DESTROYED; its session, if still live, stops with PROVIDER.
+   * DESTROYED; its session, if still live, stops with PROVIDER. So does the session of a sandbox
+   * we started that is now STOPPED or HIBERNATED: nothing here stops or pauses a sandbox without
+   * ending its session first, and nothing starts one again, so its agent is gone for good (a LOCAL
+   * entry that exited, a cloud sandbox stopped from the provider's console or by its own timer).
+   * Its teardown then stops and destroys it as for any other stop.
    */
   async function syncProviderState(sandboxId: string): Promise<SandboxState> {
     const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
@@ -410,7 +417,9 @@ export function createProvisioner(options: ProvisionerOptions) {
     const state = await providers.get(sandbox.provider).status(sandbox.providerSandboxId);
     if (state === 'DESTROYED' && sandbox.status !== 'DESTROYED') {
       await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
-      await options.onProviderGone?.(sandbox.sessionId);
+      await options.onProviderEnded?.(sandbox.sessionId);
+    } else if ((state === 'STOPPED' || state === 'HIBERNATED') && sandbox.status === 'STARTED') {
+      await options.onProviderEnded?.(sandbox.sessionId);
     }
     return state;
   }

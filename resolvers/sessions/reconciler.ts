@@ -6,8 +6,10 @@
 //   teardown in progress finishes first). A row still PENDING/CREATING is never touched while its
 //   create may be in flight (`createGraceMs` after the row last changed). Sandboxes without our
 //   installation's tag (another installation's, or created before tags) are never touched;
-// - a live session whose sandbox the provider no longer knows is stopped with PROVIDER
-//   (provisioning.syncProviderState).
+// - a running session whose sandbox the provider no longer knows, or reports stopped or paused
+//   although we never stopped it, is stopped with PROVIDER (provisioning.syncProviderState). A
+//   LOCAL entry's exit runs that check at once for its sandbox (`sandboxExited`); the pass catches
+//   what no process saw end (a cloud sandbox, an entry another server process launched).
 // Each step is idempotent, so every process may run it; the LOCAL step must, since only processes
 // on the sandbox's host can signal it.
 import type { Db, Logger } from '../platform';
@@ -163,13 +165,20 @@ export function createReconciler(options: ReconcilerOptions) {
     return destroyed;
   }
 
+  /** Whether the provider ended a running session's sandbox (its session is then stopped). */
+  async function providerEnded(sandboxId: string): Promise<boolean> {
+    const state = await options.provisioner.syncProviderState(sandboxId);
+    return state === 'DESTROYED' || state === 'STOPPED' || state === 'HIBERNATED';
+  }
+
   async function reconcile(): Promise<{
     stoppedOrphans: string[];
-    vanished: string[];
+    /** Sessions stopped because their provider ended the sandbox. */
+    ended: string[];
     destroyedCloudOrphans: DestroyedOrphan[];
   }> {
     const stoppedOrphans: string[] = [];
-    const vanished: string[] = [];
+    const ended: string[] = [];
     const processes = await db.localSandboxProcess.findMany({ where: { host }, take: 200 });
     if (processes.length > 0) {
       const sessionIds = processes.flatMap((p) => (p.sessionId ? [p.sessionId] : []));
@@ -208,21 +217,48 @@ export function createReconciler(options: ReconcilerOptions) {
     });
     for (const sandbox of sandboxes) {
       try {
-        if ((await options.provisioner.syncProviderState(sandbox.id)) === 'DESTROYED')
-          vanished.push(sandbox.sessionId);
+        if (await providerEnded(sandbox.id)) ended.push(sandbox.sessionId);
       } catch (error) {
         log.warn({ sandboxId: sandbox.id, err: error }, 'could not read a sandbox state from its provider');
       }
     }
     const destroyedCloudOrphans = await sweepCloud();
     if (stoppedOrphans.length > 0) log.warn({ sandboxes: stoppedOrphans }, 'stopped orphaned sandboxes');
-    if (vanished.length > 0) log.warn({ sessions: vanished }, 'sessions whose sandbox vanished');
-    return { stoppedOrphans, vanished, destroyedCloudOrphans };
+    if (ended.length > 0) log.warn({ sessions: ended }, 'stopped sessions whose sandbox the provider ended');
+    return { stoppedOrphans, ended, destroyedCloudOrphans };
+  }
+
+  let stopped = false;
+  const checks = new Set<Promise<unknown>>();
+
+  /**
+   * A LOCAL sandbox's entry process exited: if its session is still running (the exit was not
+   * our stop), the session is stopped now instead of at the next pass or when its lease expires.
+   */
+  async function sandboxExited(providerSandboxId: string): Promise<void> {
+    const sandbox = await db.sandbox.findFirst({
+      where: { provider: 'LOCAL', providerSandboxId, status: 'STARTED', session: { status: 'RUNNING' } },
+      select: { id: true, sessionId: true },
+    });
+    if (sandbox && (await providerEnded(sandbox.id)))
+      log.warn(
+        { sessionId: sandbox.sessionId, providerSandboxId },
+        'stopped a session whose sandbox entry exited',
+      );
   }
 
   return {
     reconcile,
+    sandboxExited(providerSandboxId: string): void {
+      if (stopped) return;
+      const check = sandboxExited(providerSandboxId).catch((error: unknown) =>
+        log.warn({ providerSandboxId, err: error }, 'could not check a sandbox whose entry exited'),
+      );
+      checks.add(check);
+      check.finally(() => checks.delete(check));
+    },
     start(): void {
+      stopped = false;
       if (timer) return;
       timer = setInterval(() => {
         if (running) return;
@@ -235,9 +271,10 @@ export function createReconciler(options: ReconcilerOptions) {
       timer.unref();
     },
     async stop(): Promise<void> {
+      stopped = true;
       if (timer) clearInterval(timer);
       timer = null;
-      await running;
+      await Promise.all([running, ...checks]);
     },
   };
 }

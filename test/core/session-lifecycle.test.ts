@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   CreateProjectDocument,
@@ -17,7 +19,9 @@ for (const db of ['postgres', 'pglite'] as const) {
     let projectId: string;
 
     beforeAll(async () => {
-      t = await startTestApp({ db });
+      // No reconcile pass runs during the file: a session stopped for its sandbox's end was stopped
+      // by the LOCAL entry's exit, not by a pass.
+      t = await startTestApp({ db, env: { SINGULACOMP_RECONCILE_INTERVAL_MS: '3600000' } });
       const created = await t.request(CreateProjectDocument, {
         input: { name: 'demo', repositoryUrl: repo.url },
       });
@@ -92,6 +96,38 @@ for (const db of ['postgres', 'pglite'] as const) {
         field: ['input', 'baseRef'],
       });
       expect(await t.app.services.db.session.count()).toBe(before);
+    });
+
+    test('a session whose sandbox entry exits on its own is stopped with PROVIDER at once and its sandbox destroyed', async () => {
+      const res = await t.request(CreateSessionDocument, { input: { projectId } });
+      if (res.data?.createSession.__typename !== 'CreateSessionSuccess') throw new Error(JSON.stringify(res));
+      const { sessionId } = res.data.createSession.session;
+      const sandbox = await waitFor(async () => {
+        const r = await t.app.services.db.session.findUniqueOrThrow({
+          where: { id: sessionId },
+          include: { sandbox: true },
+        });
+        return r.status === 'RUNNING' ? r.sandbox : null;
+      });
+      const dir = join(t.dataDir, 'sandboxes', sandbox!.providerSandboxId!);
+      const pid = Number(readFileSync(join(dir, 'entry.pid'), 'utf8'));
+      // Killed from outside (an OOM killer, an operator): the entry and its process group.
+      process.kill(-pid, 'SIGKILL');
+
+      const stopped = await waitFor(async () => {
+        const r = await t.request(SessionDocument, { id: sessionId });
+        return r.data?.session?.status === 'STOPPED' ? r.data.session : null;
+      });
+      expect(stopped.stopReason).toBe('PROVIDER');
+      const row = await waitFor(async () => {
+        const s = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { sessionId } });
+        return s.status === 'DESTROYED' ? s : null;
+      });
+      expect(row.stopReason).toBe('PROVIDER');
+      expect(row.runningSince).toBeNull();
+      expect(existsSync(dir)).toBe(false);
+      const tokens = await t.app.services.db.token.findMany({ where: { sessionId } });
+      expect(tokens.map((token) => token.revokedAt === null)).toEqual([false]);
     });
   });
 }

@@ -181,5 +181,38 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       expect(emulated.nativeState(live.providerSandboxId)).toBe(name === 'DAYTONA' ? 'started' : 'running');
       expect((await sql.session.findUniqueOrThrow({ where: { id: live.sessionId } })).status).toBe('RUNNING');
     });
+
+    test('a running session whose sandbox was stopped at the provider, not by us, is stopped with PROVIDER and its sandbox destroyed', async () => {
+      const running = await runningSession();
+      const halted = await runningSession();
+      // Stopped from the provider's console (E2B has no stop: its pause is what the adapter does).
+      await emulated.provider.stop(halted.providerSandboxId);
+      expect(await emulated.provider.status(halted.providerSandboxId)).toBe(
+        name === 'E2B' ? 'HIBERNATED' : 'STOPPED',
+      );
+
+      const pass = await t.app.services.reconciler.reconcile();
+      expect(pass.ended).toEqual([halted.sessionId]);
+      const sql = t.app.services.db;
+      const session = await sql.session.findUniqueOrThrow({
+        where: { id: halted.sessionId },
+        include: { sandbox: true },
+      });
+      expect(session).toMatchObject({ status: 'STOPPED', stopReason: 'PROVIDER' });
+      expect(session.sandbox).toMatchObject({
+        status: 'DESTROYED',
+        stopReason: 'PROVIDER',
+        runningSince: null,
+      });
+      expect(emulated.list()).not.toContain(halted.providerSandboxId);
+      // The other running session and its sandbox are untouched, and a second pass changes nothing.
+      expect((await t.app.services.reconciler.reconcile()).ended).toEqual([]);
+      expect((await sql.session.findUniqueOrThrow({ where: { id: running.sessionId } })).status).toBe(
+        'RUNNING',
+      );
+      expect(emulated.nativeState(running.providerSandboxId)).toBe(
+        name === 'DAYTONA' ? 'started' : 'running',
+      );
+    });
   });
 }
