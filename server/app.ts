@@ -189,7 +189,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     apiPort: () => (url ? Number(new URL(url).port) : null),
     egressPorts: env.localEgressPorts,
     identity: createLocalIdentityStore(database.prisma),
-    onEntryExit: (id) => services.reconciler.sandboxExited(id),
+    onEntryExit: (id, exit) => services.reconciler.sandboxExited(id, exit),
   });
   const providers: ProviderRegistry = createProviderRegistry([
     local,

@@ -64,7 +64,13 @@ export interface LocalProviderOptions {
    * kill from outside): the sandbox is then STOPPED. Entries launched by another server process
    * (or before a restart) are not watched.
    */
-  onEntryExit?: (providerSandboxId: string) => void;
+  onEntryExit?: (providerSandboxId: string, exit: EntryExit) => void;
+}
+
+/** How a LOCAL sandbox's entry process ended: its exit code, or the signal that killed it. */
+export interface EntryExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
 }
 
 /** The entry process of a LOCAL sandbox: pid (= its process group) and start time in clock ticks. */
@@ -255,10 +261,10 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       throw error;
     }
     children.set(id, child);
-    child.once('exit', () => {
+    child.once('exit', (code, signal) => {
       children.delete(id);
       closeBridges(id).catch(() => {});
-      options.onEntryExit?.(id);
+      options.onEntryExit?.(id, { code, signal });
     });
     await writeFile(pidFile(id), String(child.pid));
     const startTicks = child.pid ? await processStartTicks(child.pid) : null;

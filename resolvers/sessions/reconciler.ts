@@ -15,6 +15,7 @@
 import type { Db, Logger } from '../platform';
 import { LIVE_SESSION_STATUSES } from '../accounts/limits';
 import { hostIdentity } from '../providers/local-identity';
+import type { EntryExit } from '../providers/local';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ProviderName, SandboxProvider, TaggedSandbox } from '../providers/types';
 import type { Provisioner } from './provisioning';
@@ -228,37 +229,38 @@ export function createReconciler(options: ReconcilerOptions) {
     return { stoppedOrphans, ended, destroyedCloudOrphans };
   }
 
-  let stopped = false;
+  /** Set by stop(): exits reported after it are not checked (the database may be closing). */
+  let closed = false;
   const checks = new Set<Promise<unknown>>();
 
   /**
    * A LOCAL sandbox's entry process exited: if its session is still running (the exit was not
    * our stop), the session is stopped now instead of at the next pass or when its lease expires.
    */
-  async function sandboxExited(providerSandboxId: string): Promise<void> {
+  async function sandboxExited(providerSandboxId: string, exit: EntryExit): Promise<void> {
     const sandbox = await db.sandbox.findFirst({
       where: { provider: 'LOCAL', providerSandboxId, status: 'STARTED', session: { status: 'RUNNING' } },
       select: { id: true, sessionId: true },
     });
     if (sandbox && (await providerEnded(sandbox.id)))
       log.warn(
-        { sessionId: sandbox.sessionId, providerSandboxId },
+        { sessionId: sandbox.sessionId, providerSandboxId, exitCode: exit.code, signal: exit.signal },
         'stopped a session whose sandbox entry exited',
       );
   }
 
   return {
     reconcile,
-    sandboxExited(providerSandboxId: string): void {
-      if (stopped) return;
-      const check = sandboxExited(providerSandboxId).catch((error: unknown) =>
+    sandboxExited(providerSandboxId: string, exit: EntryExit): void {
+      if (closed) return;
+      const check = sandboxExited(providerSandboxId, exit).catch((error: unknown) =>
         log.warn({ providerSandboxId, err: error }, 'could not check a sandbox whose entry exited'),
       );
       checks.add(check);
       check.finally(() => checks.delete(check));
     },
     start(): void {
-      stopped = false;
+      closed = false;
       if (timer) return;
       timer = setInterval(() => {
         if (running) return;
@@ -271,7 +273,7 @@ export function createReconciler(options: ReconcilerOptions) {
       timer.unref();
     },
     async stop(): Promise<void> {
-      stopped = true;
+      closed = true;
       if (timer) clearInterval(timer);
       timer = null;
       await Promise.all([running, ...checks]);
