@@ -409,19 +409,18 @@ export function createProvisioner(options: ProvisionerOptions) {
    * we started that is now STOPPED or HIBERNATED: nothing here stops or pauses a sandbox without
    * ending its session first, and nothing starts one again, so its agent is gone for good (a LOCAL
    * entry that exited, a cloud sandbox stopped from the provider's console or by its own timer).
-   * Its teardown then stops and destroys it as for any other stop.
+   * Its teardown then stops and destroys it as for any other stop. `ended`: the session was handed
+   * to onProviderEnded.
    */
-  async function syncProviderState(sandboxId: string): Promise<SandboxState> {
+  async function syncProviderState(sandboxId: string): Promise<{ state: SandboxState; ended: boolean }> {
     const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
-    if (!sandbox.providerSandboxId) return sandbox.status as SandboxState;
+    if (!sandbox.providerSandboxId) return { state: sandbox.status as SandboxState, ended: false };
     const state = await providers.get(sandbox.provider).status(sandbox.providerSandboxId);
-    if (state === 'DESTROYED' && sandbox.status !== 'DESTROYED') {
-      await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
-      await options.onProviderEnded?.(sandbox.sessionId);
-    } else if ((state === 'STOPPED' || state === 'HIBERNATED') && sandbox.status === 'STARTED') {
-      await options.onProviderEnded?.(sandbox.sessionId);
-    }
-    return state;
+    const gone = state === 'DESTROYED' && sandbox.status !== 'DESTROYED';
+    const halted = (state === 'STOPPED' || state === 'HIBERNATED') && sandbox.status === 'STARTED';
+    if (gone) await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
+    if (gone || halted) await options.onProviderEnded?.(sandbox.sessionId);
+    return { state, ended: gone || halted };
   }
 
   function track(work: Promise<void>): void {

@@ -166,12 +166,6 @@ export function createReconciler(options: ReconcilerOptions) {
     return destroyed;
   }
 
-  /** Whether the provider ended a running session's sandbox (its session is then stopped). */
-  async function providerEnded(sandboxId: string): Promise<boolean> {
-    const state = await options.provisioner.syncProviderState(sandboxId);
-    return state === 'DESTROYED' || state === 'STOPPED' || state === 'HIBERNATED';
-  }
-
   async function reconcile(): Promise<{
     stoppedOrphans: string[];
     /** Sessions stopped because their provider ended the sandbox. */
@@ -218,7 +212,7 @@ export function createReconciler(options: ReconcilerOptions) {
     });
     for (const sandbox of sandboxes) {
       try {
-        if (await providerEnded(sandbox.id)) ended.push(sandbox.sessionId);
+        if ((await options.provisioner.syncProviderState(sandbox.id)).ended) ended.push(sandbox.sessionId);
       } catch (error) {
         log.warn({ sandboxId: sandbox.id, err: error }, 'could not read a sandbox state from its provider');
       }
@@ -242,7 +236,7 @@ export function createReconciler(options: ReconcilerOptions) {
       where: { provider: 'LOCAL', providerSandboxId, status: 'STARTED', session: { status: 'RUNNING' } },
       select: { id: true, sessionId: true },
     });
-    if (sandbox && (await providerEnded(sandbox.id)))
+    if (sandbox && (await options.provisioner.syncProviderState(sandbox.id)).ended)
       log.warn(
         { sessionId: sandbox.sessionId, providerSandboxId, exitCode: exit.code, signal: exit.signal },
         'stopped a session whose sandbox entry exited',

@@ -8,6 +8,7 @@ import {
   SessionsDocument,
   StopSessionDocument,
 } from '../generated/graphql';
+import { startSession } from '../leases/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo, git } from '../support/git';
 import { waitFor } from '../support/wait';
@@ -99,17 +100,9 @@ for (const db of ['postgres', 'pglite'] as const) {
     });
 
     test('a session whose sandbox entry exits on its own is stopped with PROVIDER at once and its sandbox destroyed', async () => {
-      const res = await t.request(CreateSessionDocument, { input: { projectId } });
-      if (res.data?.createSession.__typename !== 'CreateSessionSuccess') throw new Error(JSON.stringify(res));
-      const { sessionId } = res.data.createSession.session;
-      const sandbox = await waitFor(async () => {
-        const r = await t.app.services.db.session.findUniqueOrThrow({
-          where: { id: sessionId },
-          include: { sandbox: true },
-        });
-        return r.status === 'RUNNING' ? r.sandbox : null;
-      });
-      const dir = join(t.dataDir, 'sandboxes', sandbox!.providerSandboxId!);
+      const { sessionId, sandboxId } = await startSession(t, projectId);
+      const sandbox = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
+      const dir = join(t.dataDir, 'sandboxes', sandbox.providerSandboxId!);
       const pid = Number(readFileSync(join(dir, 'entry.pid'), 'utf8'));
       // Killed from outside (an OOM killer, an operator): the entry and its process group.
       process.kill(-pid, 'SIGKILL');
