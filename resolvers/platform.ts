@@ -22,6 +22,8 @@ export interface RawSql {
     params?: unknown[],
     options?: { prepared?: string },
   ): Promise<T[]>;
+  /** As `query`, each row an array of its column values in select order (nothing keyed by name). */
+  queryArrays(sql: string, params?: unknown[]): Promise<unknown[][]>;
   /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
   withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -41,7 +43,7 @@ export interface Database {
   /** The embedded engine (pglite): the job queue runs on this very instance. */
   pglite: PGlite | null;
   /**
-   * SQL statements sent through Prisma since start; while `log` is an array, each one is also logged
+   * SQL statements sent since start (through Prisma or `raw.query`); while `log` is an array, each one is also logged
    * with the request it ran for. Tests and benchmarks pin N+1 behaviour with it.
    */
   stats: { statements: number; log: LoggedStatement[] | null };

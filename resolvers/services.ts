@@ -194,6 +194,7 @@ export function createServices(options: ServicesOptions): Services {
   });
   sessions = createSessionLifecycle({
     db,
+    sql: options.database.raw,
     git: options.git,
     events,
     logger: options.logger,

@@ -47,6 +47,25 @@ function counting<F extends object>(factory: F, stats: Database['stats']): F {
   });
 }
 
+/** Counts (and optionally logs) the statements sent through a raw handle's query, as Prisma's are. */
+function countingRaw(raw: RawSql, stats: Database['stats']): RawSql {
+  const count = (sql: string) => {
+    stats.statements++;
+    stats.log?.push({ sql, requestId: currentRequestId() });
+  };
+  return {
+    ...raw,
+    query(sql, params, options) {
+      count(sql);
+      return raw.query(sql, params, options);
+    },
+    queryArrays(sql, params) {
+      count(sql);
+      return raw.queryArrays(sql, params);
+    },
+  };
+}
+
 /** PostgreSQL's SQLSTATE for a connection refused by max_connections or a role or database limit. */
 const TOO_MANY_CONNECTIONS = '53300';
 
@@ -122,6 +141,9 @@ export function pgliteRawSql(lite: PGlite): RawSql {
     async query(sql, params) {
       return (await lite.query(sql, params as unknown[])).rows as never[];
     },
+    async queryArrays(sql, params) {
+      return (await lite.query<unknown[]>(sql, params as unknown[], { rowMode: 'array' })).rows;
+    },
     withLock(_key, fn) {
       const run = chain.then(fn, fn);
       chain = run.catch(() => {});
@@ -151,7 +173,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on('error', () => {});
     jobPool.on('error', () => {});
     const prisma = new PrismaClient({ adapter: counting(new PrismaPg(pool), stats) });
-    const raw: RawSql = {
+    const uncounted: RawSql = {
       async exec(sql) {
         await pool.query(sql);
       },
@@ -159,6 +181,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         const values = params as unknown[] | undefined;
         if (options?.prepared) return (await pool.query({ name: options.prepared, text: sql, values })).rows;
         return (await pool.query(sql, values)).rows;
+      },
+      async queryArrays(sql, params) {
+        const values = params as unknown[] | undefined;
+        return (await pool.query({ text: sql, values, rowMode: 'array' })).rows;
       },
       async withLock(key, fn) {
         const client = await pool.connect();
@@ -175,6 +201,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       async close() {},
     };
+    const raw = countingRaw(uncounted, stats);
     return {
       prisma,
       raw,
@@ -194,7 +221,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   mkdirSync(dir, { recursive: true });
   const lite = await PGlite.create(dir);
   const prisma = new PrismaClient({ adapter: counting(new PrismaPGlite(lite), stats) });
-  const raw = pgliteRawSql(lite);
+  const raw = countingRaw(pgliteRawSql(lite), stats);
   return {
     prisma,
     raw,

@@ -74,7 +74,10 @@ export interface MigrateResult {
   modified: string[];
 }
 
-export async function migrate(raw: RawSql, dir = MIGRATIONS_DIR): Promise<MigrateResult> {
+export async function migrate(
+  raw: Pick<RawSql, 'exec' | 'query' | 'withLock'>,
+  dir = MIGRATIONS_DIR,
+): Promise<MigrateResult> {
   const files = await readMigrations(dir);
   return raw.withLock(MIGRATION_LOCK_KEY, async () => {
     await raw.exec(BOOKKEEPING);

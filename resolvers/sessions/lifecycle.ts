@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import type { Prisma, Session, SessionStatus, StopReason } from '../../prisma/generated/client/client';
-import type { Db } from '../platform';
+import type { Db, RawSql } from '../platform';
 import type { Logger } from '../platform';
 import { type Settled, createKeyedBatcher } from '../batch';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
@@ -18,6 +18,7 @@ import {
 import type { Events } from '../events/events';
 import { GitBranchExistsError } from '../git/errors';
 import type { GitService, RefLookup, RepoRef } from '../git/git';
+import { compileFindMany } from '../find-many-sql';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
 import type { Principal } from '../auth/principal';
@@ -38,6 +39,8 @@ const ADMISSION_BATCH = 100;
 
 export interface SessionLifecycleOptions {
   db: Db;
+  /** The same database without Prisma: a session page whose selection allows it is read through it. */
+  sql?: RawSql;
   git: GitService;
   events: Events;
   logger: Logger;
@@ -208,18 +211,19 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
 
     /**
      * The principal's account's sessions, newest first; `query` is the Prisma selection the GraphQL
-     * connection needs. The account filter is the tenancy rule of every session list.
+     * connection needs. The account filter is the tenancy rule of every session list. A selection of
+     * scalars and to-one relations runs as one SQL statement (resolvers/find-many-sql.ts).
      */
-    list<Q extends { select?: unknown; include?: unknown }>(
+    async list<Q extends { select?: unknown; include?: unknown }>(
       principal: Principal,
       filter: { status?: SessionStatus; projectId?: string },
       query: Q,
-    ) {
-      return db.session.findMany({
-        ...(query as object),
-        where: { accountId: principal.accountId, ...filter },
-        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      });
+    ): Promise<Session[]> {
+      const where = { accountId: principal.accountId, ...filter };
+      const orderBy = [{ createdAt: 'desc' }, { id: 'desc' }] as const;
+      const compiled = options.sql && compileFindMany('Session', { where, orderBy, query });
+      if (compiled) return (await compiled.run(options.sql!)) as unknown as Session[];
+      return db.session.findMany({ ...(query as object), where, orderBy: [...orderBy] });
     },
 
     async create(principal: Principal, input: CreateSessionInput): Promise<Session> {

@@ -60,7 +60,6 @@ export async function createTemplateDatabase(name: string): Promise<string> {
           query: async (sql, params) => (await client.query(sql, params as unknown[])).rows,
           // One connection, nobody else knows the database yet: nothing to lock against.
           withLock: (_key, fn) => fn(),
-          close: async () => {},
         });
       },
       withDatabase(TEST_DATABASE_URL, name),
