@@ -3,7 +3,8 @@
 //     beside it the physical floor: plain node:http answering the same JSON;
 //  2. a `sessions(first: 100)` page with project, template, sandbox and lease: SQL statements per
 //     request (goal ≤ 4, independent of page size) and latency vs the hand-written Prisma calls
-//     returning the same rows (goal ≤ 1.2×);
+//     returning the same rows (goal ≤ 1.2×), and vs the page's own one statement run in-process
+//     (what the GraphQL layer and HTTP add above the fetch);
 //  3. createSession p50/p99 (limit check included) under 20 concurrent callers vs one caller.
 // The load generator runs in its own process (bench/support/load.ts); the servers run here.
 import { once } from 'node:events';
@@ -11,6 +12,7 @@ import { type Server, createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createSchema, createYoga } from 'graphql-yoga';
 import type { Prisma } from '../prisma/generated/client/client';
+import { compileFindMany } from '../resolvers/find-many-sql';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
 import { waitFor } from '../test/support/wait';
@@ -233,6 +235,14 @@ export async function run(): Promise<BenchResult[]> {
         take: first + 1,
         include: { project: true, template: true, sandbox: true, lease: true },
       });
+    // The statement the server runs for this page, run in-process: the fetch alone.
+    const statement = compileFindMany('Session', {
+      where: { accountId },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      query: { include: { project: true, template: true, sandbox: true, lease: true }, take: 101, skip: 0 },
+    });
+    if (!statement) throw new Error('the sessions page does not compile to one statement');
+    const statementPage = () => statement.run(t.app.services.database.raw);
     const endpoint = await startHandWrittenPage(handWritten);
     const pageBody = { query: SESSIONS_PAGE, variables: { first: 100 } };
     const graphqlPage = async () => {
@@ -262,18 +272,23 @@ export async function run(): Promise<BenchResult[]> {
     if (nodes({ data: viaGraphql.data }) !== nodes(viaEndpoint)) {
       throw new Error('the hand-written page differs from the GraphQL page');
     }
-    // Interleaved samples: each iteration runs all three, so machine load affects them alike.
+    // Interleaved samples: each iteration runs all four, so machine load affects them alike.
     for (let i = 0; i < 10; i++) {
+      await statementPage();
       await handWritten();
       await endpointPage();
       await graphqlPage();
     }
+    const statementSamples: number[] = [];
     const prismaSamples: number[] = [];
     const endpointSamples: number[] = [];
     const graphqlSamples: number[] = [];
     try {
       for (let i = 0; i < PAGE_ITERATIONS; i++) {
         let t0 = performance.now();
+        await statementPage();
+        statementSamples.push(performance.now() - t0);
+        t0 = performance.now();
         await handWritten();
         prismaSamples.push(performance.now() - t0);
         t0 = performance.now();
@@ -301,6 +316,13 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'ms',
         baseline: round(percentile(endpointSamples, 50)),
         note: 'baseline: the same findMany served as the same JSON by a node:http handler, same client (HTTP and JSON on both sides)',
+      },
+      {
+        name: 'sessions(first: 100) page latency p50 vs its own statement',
+        value: round(graphqlMs),
+        unit: 'ms',
+        baseline: round(percentile(statementSamples, 50)),
+        note: 'baseline: the one SQL statement the server reads the page with, run and shaped in-process (the fetch alone)',
       },
     );
 
