@@ -18,13 +18,13 @@ type Field = Model['fields'][number];
 const models: Models = getDatamodel().datamodel.models;
 
 /** Scalar types whose PostgreSQL value both drivers return as Prisma does (DateTime: see column()). */
-const SCALARS = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime', 'Json']);
+const SCALARS = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime']);
 
 export type FilterValue = string | number | boolean;
 
 export interface FindMany {
-  /** Equality on scalar fields (the tenancy filter and the list's arguments). */
-  where: Record<string, FilterValue>;
+  /** Equality on scalar fields (the tenancy filter and the list's arguments); undefined: no filter, as in Prisma. */
+  where: Record<string, FilterValue | undefined>;
   orderBy: readonly Record<string, 'asc' | 'desc'>[];
   /** What Pothos derived from the GraphQL selection: include or select, take, skip, cursor. */
   query: Record<string, unknown>;
@@ -34,7 +34,7 @@ export interface CompiledFindMany {
   text: string;
   values: unknown[];
   /** Runs the statement and shapes its rows. */
-  run(sql: RawSql): Promise<Record<string, unknown>[]>;
+  run(sql: Pick<RawSql, 'queryArrays'>): Promise<Record<string, unknown>[]>;
 }
 
 interface Column {
@@ -292,6 +292,7 @@ export function compileFindMany(modelName: string, find: FindMany): CompiledFind
   };
   const conditions: string[] = [];
   for (const [name, value] of Object.entries(find.where)) {
+    if (value === undefined) continue;
     if (!scalar(name) || value === null || typeof value === 'object') return null;
     conditions.push(`${root}.${quote(name)} = ${param(value)}`);
   }

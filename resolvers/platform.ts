@@ -43,8 +43,9 @@ export interface Database {
   /** The embedded engine (pglite): the job queue runs on this very instance. */
   pglite: PGlite | null;
   /**
-   * SQL statements sent since start (through Prisma or `raw.query`); while `log` is an array, each one is also logged
-   * with the request it ran for. Tests and benchmarks pin N+1 behaviour with it.
+   * SQL statements sent since start, through Prisma or `raw`'s queries; while `log` is an array,
+   * each one is also logged with the request it ran for. Tests and benchmarks pin N+1 behaviour
+   * with it.
    */
   stats: { statements: number; log: LoggedStatement[] | null };
   close(): Promise<void>;

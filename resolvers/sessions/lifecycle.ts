@@ -40,7 +40,7 @@ const ADMISSION_BATCH = 100;
 export interface SessionLifecycleOptions {
   db: Db;
   /** The same database without Prisma: a session page whose selection allows it is read through it. */
-  sql?: RawSql;
+  sql: RawSql;
   git: GitService;
   events: Events;
   logger: Logger;
@@ -221,8 +221,8 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     ): Promise<Session[]> {
       const where = { accountId: principal.accountId, ...filter };
       const orderBy = [{ createdAt: 'desc' }, { id: 'desc' }] as const;
-      const compiled = options.sql && compileFindMany('Session', { where, orderBy, query });
-      if (compiled) return (await compiled.run(options.sql!)) as unknown as Session[];
+      const compiled = compileFindMany('Session', { where, orderBy, query });
+      if (compiled) return (await compiled.run(options.sql)) as unknown as Session[];
       return db.session.findMany({ ...(query as object), where, orderBy: [...orderBy] });
     },
 

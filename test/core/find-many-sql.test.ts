@@ -22,6 +22,10 @@ test('a selection beyond scalars and to-one relations, a backward page, a non-eq
   const find = (query: Record<string, unknown>, more: Partial<FindMany> = {}) =>
     compileFindMany('Session', { where: { accountId: 'a' }, orderBy: ORDER, query, ...more });
   expect(find({ include: { project: true } })).not.toBeNull();
+  // An undefined filter filters nothing, as in Prisma.
+  const unfiltered = find({}, { where: { accountId: 'a', status: undefined } });
+  expect(unfiltered?.values).toEqual(['a']);
+  expect(unfiltered?.text).toMatch(/WHERE t0."accountId" = \$1 ORDER BY/);
   expect(find({ include: { reloads: true } })).toBeNull(); // to-many
   expect(find({ include: { llmUsage: true } })).toBeNull(); // BigInt columns
   expect(find({ include: { _count: true } })).toBeNull();
