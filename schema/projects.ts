@@ -58,11 +58,11 @@ builder.prismaObject('ProjectSecret', {
 
 builder.prismaNode('Template', {
   id: { field: 'id' },
-  authScopes: async (template, ctx) => {
+  authScopes: (template, ctx) => {
     const access = nodeAccessOf(ctx);
     if (!access) return false;
-    await access.template(template);
-    return true;
+    // Synchronous once the owner is known: no Promise per template of a page.
+    return access.template(template)?.then(() => true) ?? true;
   },
   fields: (t) => ({
     slug: t.exposeString('slug'),

@@ -1,6 +1,6 @@
 // Session, ExecutionLease, Reload; session/sessions queries; createSession and stopSession.
 import { assertCanReadSession } from '../resolvers/auth/authz';
-import { nodeAccessOf } from '../resolvers/auth/node-access';
+import { joinedProjects, nodeAccessOf } from '../resolvers/auth/node-access';
 import { BaseRefNotFoundError, RepositoryUnreachableError, badUserInput } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { ProvisioningPhase } from '../prisma/generated/client/enums';
@@ -170,17 +170,20 @@ builder.queryField('sessions', (t) =>
         status: t.arg({ type: SessionStatusEnum, required: false }),
         projectId: t.arg.id({ required: false }),
       },
-      resolve: (query, _root, args, ctx) => {
+      resolve: async (query, _root, args, ctx) => {
         let projectId: string | undefined;
         if (args.projectId != null) {
           projectId = tryParseId(String(args.projectId), 'Project') ?? undefined;
           if (!projectId) throw badUserInput('Not a valid Project id.', ['projectId']);
         }
-        return ctx.services.sessions.list(
+        const sessions = await ctx.services.sessions.list(
           ctx.principal!,
           { ...(args.status ? { status: args.status } : {}), ...(projectId ? { projectId } : {}) },
           query,
         );
+        // The page read each session's project with its account: their templates need no lookup.
+        nodeAccessOf(ctx)?.knownProjects(joinedProjects(sessions));
+        return sessions;
       },
     },
     { name: 'SessionConnection' },

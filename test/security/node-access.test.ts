@@ -4,6 +4,7 @@
 import { type GraphQLInterfaceType, getNamedType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { decrypt } from '../../resolvers/auth/crypto';
+import { createNodeAccess, joinedProjects } from '../../resolvers/auth/node-access';
 import { parseId } from '../../resolvers/ids';
 import { schema } from '../../schema/index';
 import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
@@ -160,5 +161,45 @@ describe('every Node type checks read capability', () => {
       );
       expect(sandbox.data, typename).toEqual({ node: null });
     }
+  });
+
+  test('a template owner is looked up once per request, known ones answer at once, and another account is refused either way', async () => {
+    const db = t.app.services.db;
+    const template = await db.template.findUniqueOrThrow({ where: { id: rows.get('Template')! } });
+    const project = await db.project.findUniqueOrThrow({ where: { id: template.projectId } });
+    const owner = (await t.app.services.tokens.authenticate(`Bearer ${t.adminToken}`))!;
+    const other = (await t.app.services.tokens.authenticate(`Bearer ${otherAccountToken}`))!;
+    // The real database, with its project lookups counted.
+    let lookups = 0;
+    const counted = {
+      project: {
+        findUnique: (args: Parameters<typeof db.project.findUnique>[0]) => {
+          lookups++;
+          return db.project.findUnique(args);
+        },
+      },
+    } as unknown as typeof db;
+
+    const access = createNodeAccess(counted, owner);
+    const first = access.template(template);
+    expect(first).toBeInstanceOf(Promise); // looked up
+    await first;
+    expect(lookups).toBe(1);
+    expect(access.template(template)).toBeUndefined(); // known: no Promise, no lookup
+    expect(lookups).toBe(1);
+
+    const foreign = createNodeAccess(counted, other);
+    await expect(foreign.template(template)).rejects.toMatchObject({ extensions: { code: 'FORBIDDEN' } });
+    expect(() => foreign.template(template)).toThrow(/another account/);
+    expect(lookups).toBe(2);
+
+    // Projects a page joined answer without a lookup, for their owner only.
+    const primed = createNodeAccess(counted, owner);
+    primed.knownProjects(joinedProjects([{ project }, { project: null }, {}]));
+    const foreignPrimed = createNodeAccess(counted, other);
+    foreignPrimed.knownProjects(joinedProjects([{ project }]));
+    expect(primed.template(template)).toBeUndefined();
+    expect(() => foreignPrimed.template(template)).toThrow(/another account/);
+    expect(lookups).toBe(2);
   });
 });
