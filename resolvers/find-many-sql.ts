@@ -102,15 +102,16 @@ class Compiler {
   shape(modelName: string, table: string, selection: unknown, key: string): Shape | null {
     const model = models[modelName];
     if (!model) return null;
+    const allScalars = () => model.fields.filter((f) => f.kind !== 'object');
     let scalars: Field[];
     const related: [Field, unknown][] = [];
     if (selection === true) {
-      scalars = model.fields.filter((f) => f.kind !== 'object');
+      scalars = allScalars();
     } else if (typeof selection === 'object' && selection !== null) {
       const { include, select, ...rest } = selection as { include?: unknown; select?: unknown };
       if (Object.keys(rest).length > 0 || (include && select)) return null;
       const entries = Object.entries((select ?? include ?? {}) as Record<string, unknown>);
-      scalars = select ? [] : model.fields.filter((f) => f.kind !== 'object');
+      scalars = select ? [] : allScalars();
       for (const [name, value] of entries) {
         if (value === false || value === undefined) continue;
         const field = fieldOf(model, name);
@@ -141,8 +142,7 @@ class Compiler {
   private join(model: Model, table: string, field: Field, selection: unknown): Shape | null {
     const target = models[field.type];
     const targetId = target && idOf(target);
-    const ownId = idOf(model);
-    if (!target || !targetId || !ownId || field.isList) return null;
+    if (!target || !targetId || field.isList) return null;
     const alias = this.table();
     const from = field.relationFromFields ?? [];
     if (from.length === 1) {
@@ -156,7 +156,8 @@ class Compiler {
       );
       const column =
         back?.relationFromFields?.length === 1 ? fieldOf(target, back.relationFromFields[0]!) : undefined;
-      if (!column || !(column.isUnique || column.isId)) return null;
+      const ownId = idOf(model);
+      if (!column || !(column.isUnique || column.isId) || !ownId) return null;
       this.joins.push(
         `LEFT JOIN ${quote(field.type)} ${alias} ON ${alias}.${quote(column.name)} = ${table}.${quote(ownId.name)}`,
       );

@@ -15,6 +15,12 @@ export type { Database, Db, RawSql } from '../resolvers/platform';
 
 type AnyFn = (...args: unknown[]) => unknown;
 
+/** Counts one statement sent, and logs it with its request while the log is on. */
+function countStatement(stats: Database['stats'], sql: string): void {
+  stats.statements++;
+  stats.log?.push({ sql, requestId: currentRequestId() });
+}
+
 /** Wraps a driver adapter factory so every statement Prisma sends is counted (and optionally logged). */
 function counting<F extends object>(factory: F, stats: Database['stats']): F {
   const countQueries = (target: object): object =>
@@ -24,8 +30,7 @@ function counting<F extends object>(factory: F, stats: Database['stats']): F {
         if (typeof value !== 'function') return value;
         if (prop === 'queryRaw' || prop === 'executeRaw') {
           return (query: { sql: string }, ...rest: unknown[]) => {
-            stats.statements++;
-            stats.log?.push({ sql: query.sql, requestId: currentRequestId() });
+            countStatement(stats, query.sql);
             return (value as AnyFn).call(t, query, ...rest);
           };
         }
@@ -49,18 +54,14 @@ function counting<F extends object>(factory: F, stats: Database['stats']): F {
 
 /** Counts (and optionally logs) the statements sent through a raw handle's query, as Prisma's are. */
 function countingRaw(raw: RawSql, stats: Database['stats']): RawSql {
-  const count = (sql: string) => {
-    stats.statements++;
-    stats.log?.push({ sql, requestId: currentRequestId() });
-  };
   return {
     ...raw,
     query(sql, params, options) {
-      count(sql);
+      countStatement(stats, sql);
       return raw.query(sql, params, options);
     },
     queryArrays(sql, params) {
-      count(sql);
+      countStatement(stats, sql);
       return raw.queryArrays(sql, params);
     },
   };
