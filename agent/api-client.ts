@@ -121,7 +121,11 @@ export class ApiClient {
     };
   }
 
-  async renewLease(input: { sessionId: string; generation?: number }): Promise<LeaseInfo> {
+  async renewLease(input: {
+    sessionId: string;
+    generation?: number;
+    acquisition?: string;
+  }): Promise<LeaseInfo> {
     const payload = await this.mutate('renewLease', { input });
     return payload.lease as LeaseInfo;
   }

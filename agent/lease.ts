@@ -1,5 +1,6 @@
 // R-LEASE-1: while a turn is busy or retrying, hold the execution lease — acquire at once, renew
 // every `renewIntervalMs` keeping the fencing generation — and release it when the turn ends.
+import { randomUUID } from 'node:crypto';
 import { ApiPayloadError, type ApiClient, type LeaseInfo } from './api-client';
 import type { Logger } from './logger';
 
@@ -16,6 +17,12 @@ export class LeaseKeeper {
   generation: number | null = null;
   lastLease: LeaseInfo | null = null;
   renewals = 0;
+  /**
+   * Key of the acquire in progress, kept across its retries (here and inside the API client) until
+   * a generation is held: an attempt the server applied but whose answer was lost is then answered
+   * again with the same generation rather than moving it on. A new acquire takes a new key.
+   */
+  private acquisition: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private wanted = false;
   /** A renewal waits in the chain: a tick while one waits adds none (see scheduleRenew). */
@@ -70,9 +77,14 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     if (!this.wanted) return;
     const generation = this.generation ?? undefined;
+    const { sessionId } = this.options;
+    if (generation === undefined) this.acquisition ??= randomUUID();
     try {
-      const lease = await this.options.api.renewLease({ sessionId: this.options.sessionId, generation });
+      const lease = await this.options.api.renewLease(
+        generation === undefined ? { sessionId, acquisition: this.acquisition! } : { sessionId, generation },
+      );
       this.generation = lease.generation;
+      this.acquisition = null;
       this.lastLease = lease;
       this.renewals += 1;
       this.log.debug({ generation: lease.generation, expiresAt: lease.expiresAt }, 'lease renewed');

@@ -52,6 +52,11 @@ const RenewLeaseInput = builder.inputType('RenewLeaseInput', {
       required: false,
       description: 'The generation held; omit to acquire (generation + 1).',
     }),
+    acquisition: t.string({
+      required: false,
+      description:
+        'With generation omitted: a key (1–64 letters, digits, "-", "_") the daemon picks for one acquire and repeats on its retries. When the live lease was acquired with this key, it is answered again with the same generation instead of moving on.',
+    }),
   }),
 });
 
@@ -65,6 +70,7 @@ builder.mutationField('renewLease', (t) =>
       lease: await ctx.services.leases.renew(ctx.principal, {
         sessionId: String(input.sessionId),
         generation: input.generation,
+        acquisition: input.acquisition,
       }),
     }),
   }),

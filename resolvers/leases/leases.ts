@@ -6,7 +6,7 @@
 //
 // Every state change is one SQL statement (row locks + ON CONFLICT), so it is atomic against the
 // reaper's fencing update on any number of server processes, on PostgreSQL and PGlite alike.
-import type { ExecutionLease } from '../../prisma/generated/client/client';
+import { type ExecutionLease, Prisma } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import {
@@ -33,6 +33,8 @@ export function isLeaseLive(
   return lease.releasedAt === null && lease.expiresAt.getTime() > now;
 }
 const DAEMON_HOLDER = 'daemon';
+/** The key a daemon gives one acquire and repeats on that acquire's retries. */
+const ACQUISITION_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface LeaseServiceOptions {
   db: Db;
@@ -124,10 +126,15 @@ export function createLeaseService(options: LeaseServiceOptions) {
     /**
      * renewLease: generation omitted, or the lease released → acquire (generation + 1); given and
      * current and unexpired → extend; otherwise LeaseFencedError. Touches the provider.
+     *
+     * An acquire is safe to retry when it carries an `acquisition` key: if an earlier attempt with
+     * the same key took the lease and it is still live, the retry extends that generation instead
+     * of moving it on (a daemon whose acquire timed out after the server applied it would otherwise
+     * fence itself out of the lease it holds). The key is ignored when a generation is given.
      */
     async renew(
       principal: Principal | null,
-      input: { sessionId: string; generation?: number | null },
+      input: { sessionId: string; generation?: number | null; acquisition?: string | null },
     ): Promise<ExecutionLease> {
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const sandbox = assertOwnSession(principal, sessionId);
@@ -135,31 +142,38 @@ export function createLeaseService(options: LeaseServiceOptions) {
       if (generation !== null && (!Number.isInteger(generation) || generation < 1)) {
         throw new ValidationError('generation must be a positive integer.', ['input', 'generation']);
       }
+      const acquisition = input.acquisition ?? null;
+      if (acquisition !== null && !ACQUISITION_KEY.test(acquisition)) {
+        throw new ValidationError('acquisition must be 1–64 letters, digits, "-" or "_".', [
+          'input',
+          'acquisition',
+        ]);
+      }
+      const holder = acquisition === null ? DAEMON_HOLDER : `${DAEMON_HOLDER}:${acquisition}`;
       const at = new Date(now());
       const expiresAt = new Date(at.getTime() + options.leaseTtlMs);
-      // renewable: the caller's generation, still held and unexpired. acquirable: no generation given
-      // or the lease released — unless the reaper has fenced it for a stop.
+      // kept: the lease stays the caller's generation — renewed with it, or acquired again with the
+      // key of the acquire that took it (a retry whose first attempt was applied) — while it is held
+      // and unexpired. acquirable: no generation given or the lease released — unless the reaper has
+      // fenced it for a stop. Anything acquirable and not kept moves the generation on.
+      const KEPT = Prisma.sql`(l."releasedAt" IS NULL AND l."expiresAt" > ${at} AND (
+        (${generation}::int IS NOT NULL AND l."generation" = ${generation}::int)
+        OR (${generation}::int IS NULL AND ${acquisition}::text IS NOT NULL AND l."holder" = ${holder})))`;
       const upsert = () => db.$queryRaw<LeaseRow[]>`
         WITH lease AS (
           INSERT INTO "ExecutionLease" AS l
             ("id", "sessionId", "sandboxId", "generation", "holder", "acquiredAt", "renewedAt", "expiresAt", "releasedAt")
-          SELECT gen_random_uuid(), sb."sessionId", sb."id", 1, ${DAEMON_HOLDER}, ${at}, ${at}, ${expiresAt}, NULL
+          SELECT gen_random_uuid(), sb."sessionId", sb."id", 1, ${holder}, ${at}, ${at}, ${expiresAt}, NULL
           FROM "Sandbox" sb JOIN "Session" s ON s."id" = sb."sessionId"
           WHERE sb."id" = ${sandbox.sandboxId}::uuid AND s."id" = ${sessionId}::uuid
             AND s."status" IN ('PROVISIONING', 'RUNNING')
           ON CONFLICT ("sandboxId") DO UPDATE SET
-            "generation" = CASE
-              WHEN ${generation}::int IS NOT NULL AND l."generation" = ${generation}::int
-                AND l."releasedAt" IS NULL AND l."expiresAt" > ${at}
-              THEN l."generation" ELSE l."generation" + 1 END,
-            "acquiredAt" = CASE
-              WHEN ${generation}::int IS NOT NULL AND l."generation" = ${generation}::int
-                AND l."releasedAt" IS NULL AND l."expiresAt" > ${at}
-              THEN l."acquiredAt" ELSE ${at} END,
+            "generation" = CASE WHEN ${KEPT} THEN l."generation" ELSE l."generation" + 1 END,
+            "acquiredAt" = CASE WHEN ${KEPT} THEN l."acquiredAt" ELSE ${at} END,
+            "holder" = CASE WHEN ${KEPT} THEN l."holder" ELSE ${holder} END,
             "renewedAt" = ${at},
             "expiresAt" = ${expiresAt},
-            "releasedAt" = NULL,
-            "holder" = ${DAEMON_HOLDER}
+            "releasedAt" = NULL
           WHERE (l."holder" IS NULL OR l."holder" NOT LIKE ${`${REAPER_HOLDER_PREFIX}%`})
             AND (
               (${generation}::int IS NOT NULL AND l."generation" = ${generation}::int

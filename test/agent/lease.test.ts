@@ -24,8 +24,9 @@ describe('execution lease', () => {
 
     const renewals = h.api.of('renewLease');
     expect(renewals.length).toBeGreaterThanOrEqual(4);
-    // Acquired without a generation, then renewed with the generation the API handed out.
-    expect(renewals[0]!.input).toEqual({ sessionId: h.sessionId });
+    // Acquired without a generation (under a key its retries repeat), then renewed with the
+    // generation the API handed out.
+    expect(renewals[0]!.input).toEqual({ sessionId: h.sessionId, acquisition: expect.any(String) });
     for (const renewal of renewals.slice(1))
       expect(renewal.input).toEqual({ sessionId: h.sessionId, generation: 1 });
     const gaps = renewals.slice(1).map((r, i) => r.at - renewals[i]!.at);

@@ -11,6 +11,7 @@ import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createLogger } from '../../agent/logger';
 import { ApiClient } from '../../agent/api-client';
+import { LeaseKeeper } from '../../agent/lease';
 import { Supervisor } from '../../agent/supervisor';
 import { Telemetry, createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
 import { parseObject, prettify, type Shape } from '../../agent/validate';
@@ -250,6 +251,99 @@ describe('telemetry reports', () => {
       expect(await after).toMatchObject({ reason: 'INTERVAL' });
       expect(telemetry.skipped).toBe(1);
     } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe('execution lease keeper', () => {
+  test('an acquire whose answer was lost is retried with its key; renewals carry the generation; the next acquire takes a new key', async () => {
+    // A control plane that keeps a live lease for a repeated acquire key, as the real one does, and
+    // loses its first three answers after applying the call: the API client's two attempts fail,
+    // and the keeper's next tick tries again.
+    const calls: Array<Record<string, unknown>> = [];
+    const lease = { generation: 0, key: null as string | null, released: true };
+    let answersToLose = 3;
+    const server = createServer(async (req: IncomingMessage, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      const { query, variables } = JSON.parse(body) as {
+        query: string;
+        variables: { input: { generation?: number; acquisition?: string } };
+      };
+      const { input } = variables;
+      const operation = query.includes('mutation ReleaseLease') ? 'releaseLease' : 'renewLease';
+      calls.push({ operation, ...input });
+      if (operation === 'releaseLease') {
+        if (input.generation === lease.generation) lease.released = true;
+      } else if (input.generation === undefined) {
+        if (lease.released || !input.acquisition || input.acquisition !== lease.key) lease.generation += 1;
+        lease.key = input.acquisition ?? null;
+        lease.released = false;
+      }
+      if (answersToLose > 0) {
+        answersToLose -= 1;
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          data: {
+            [operation]: {
+              __typename: operation === 'releaseLease' ? 'ReleaseLeaseSuccess' : 'RenewLeaseSuccess',
+              lease: { generation: lease.generation, expiresAt: 'later', releasedAt: null },
+            },
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const logger = createLogger('silent');
+    const keeper = new LeaseKeeper({
+      api: new ApiClient({
+        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: 't',
+        logger,
+        backoff: { initialMs: 20, maxMs: 20 },
+        maxAttempts: 2,
+      }),
+      logger,
+      sessionId: 'session-1',
+      renewIntervalMs: 200,
+    });
+    try {
+      keeper.hold();
+      await waitFor(() => calls.length >= 5, 10_000, 'four acquire attempts and a renewal');
+      const [attempt, ...rest] = calls;
+      expect(attempt).toEqual({
+        operation: 'renewLease',
+        sessionId: 'session-1',
+        acquisition: expect.any(String),
+      });
+      expect(String(attempt!.acquisition)).toMatch(/^[0-9a-f-]{36}$/);
+      expect(rest.slice(0, 3)).toEqual([attempt, attempt, attempt]);
+      expect(rest[3]).toEqual({ operation: 'renewLease', sessionId: 'session-1', generation: 1 });
+      expect(keeper.generation).toBe(1);
+      expect(lease.generation).toBe(1);
+
+      await keeper.release();
+      expect(calls.at(-1)).toEqual({ operation: 'releaseLease', sessionId: 'session-1', generation: 1 });
+      expect(keeper.held).toBe(false);
+      const seen = calls.length;
+      keeper.hold();
+      await waitFor(() => keeper.generation === 2, 10_000, 'the second acquire');
+      const next = calls[seen]!;
+      expect(next).toEqual({
+        operation: 'renewLease',
+        sessionId: 'session-1',
+        acquisition: expect.any(String),
+      });
+      expect(next.acquisition).not.toBe(attempt!.acquisition);
+      expect(lease.generation).toBe(2);
+    } finally {
+      await keeper.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

@@ -144,6 +144,60 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(view.data?.session?.lease).toMatchObject({ generation: 4, live: true });
     });
 
+    test('an acquire retried with its key answers the generation it took; any other acquire moves it on', async () => {
+      const s = await startSession(t, projectId);
+      const acquire = (acquisition?: string, generation?: number) =>
+        t.request(
+          RenewLeaseDocument,
+          { input: { sessionId: s.sessionId, generation, acquisition } },
+          s.token,
+        );
+
+      // The first attempt was applied but its answer lost: the retry with the same key gets it again.
+      expect((await acquire('first-try')).data?.renewLease).toMatchObject({ lease: { generation: 1 } });
+      const taken = await lease(s);
+      expect(taken).toMatchObject({ generation: 1, holder: 'daemon:first-try', releasedAt: null });
+      expect((await acquire('first-try')).data?.renewLease).toMatchObject({ lease: { generation: 1 } });
+      const retried = await lease(s);
+      expect(retried).toMatchObject({ generation: 1, holder: 'daemon:first-try' });
+      expect(retried!.acquiredAt.getTime()).toBe(taken!.acquiredAt.getTime());
+      expect(retried!.renewedAt.getTime()).toBeGreaterThanOrEqual(taken!.renewedAt.getTime());
+      // Given with a generation, the key changes nothing: a renewal keeps generation and holder.
+      expect((await acquire('someone-else', 1)).data?.renewLease).toMatchObject({ lease: { generation: 1 } });
+      expect(await lease(s)).toMatchObject({ generation: 1, holder: 'daemon:first-try' });
+
+      // Another key (a restarted daemon), and then the old key arriving late: each is a new acquire.
+      expect((await acquire('restarted')).data?.renewLease).toMatchObject({ lease: { generation: 2 } });
+      expect((await acquire('first-try')).data?.renewLease).toMatchObject({ lease: { generation: 3 } });
+      // Without a key an acquire always moves the generation on.
+      expect((await acquire()).data?.renewLease).toMatchObject({ lease: { generation: 4 } });
+      expect((await acquire()).data?.renewLease).toMatchObject({ lease: { generation: 5 } });
+      expect(await lease(s)).toMatchObject({ generation: 5, holder: 'daemon' });
+
+      // A released or expired lease is not kept for its key.
+      expect((await acquire('turn-6')).data?.renewLease).toMatchObject({ lease: { generation: 6 } });
+      await t.request(ReleaseLeaseDocument, { input: { sessionId: s.sessionId, generation: 6 } }, s.token);
+      expect((await acquire('turn-6')).data?.renewLease).toMatchObject({
+        lease: { generation: 7, releasedAt: null },
+      });
+      await t.app.services.db.executionLease.update({
+        where: { sandboxId: s.sandboxId },
+        data: { expiresAt: new Date(Date.now() - 1_000) },
+      });
+      expect((await acquire('turn-6')).data?.renewLease).toMatchObject({ lease: { generation: 8 } });
+
+      // A malformed key is refused and changes nothing.
+      const before = await lease(s);
+      for (const bad of ['', 'has space', 'x'.repeat(65), 'daemon:nested']) {
+        const refused = await acquire(bad);
+        expect(refused.data?.renewLease).toMatchObject({
+          __typename: 'ValidationError',
+          field: ['input', 'acquisition'],
+        });
+      }
+      expect(await lease(s)).toEqual(before);
+    });
+
     test('a sandbox token cannot touch another session’s lease or telemetry, and users cannot call daemon mutations', async () => {
       const a = await startSession(t, projectId);
       const b = await startSession(t, projectId);
