@@ -45,9 +45,10 @@ export interface Database {
   /**
    * SQL statements sent since start, through Prisma or `raw`'s queries; while `log` is an array,
    * each one is also logged with the request it ran for. Tests and benchmarks pin N+1 behaviour
-   * with it.
+   * with it. `jobStatements` counts the job queue's own statements apart (on PostgreSQL; pg-boss
+   * polls in the background, so they would blur a request's count).
    */
-  stats: { statements: number; log: LoggedStatement[] | null };
+  stats: { statements: number; jobStatements: number; log: LoggedStatement[] | null };
   close(): Promise<void>;
 }
 

@@ -155,7 +155,7 @@ export function pgliteRawSql(lite: PGlite): RawSql {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const stats: Database['stats'] = { statements: 0, log: null };
+  const stats: Database['stats'] = { statements: 0, jobStatements: 0, log: null };
   if (options.url) {
     const pool = new PatientPool({
       connectionString: options.url,
@@ -209,7 +209,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       kind: 'postgres',
       url: options.url,
       pglite: null,
-      jobSql: { executeSql: (text, values) => jobPool.query(text, values) },
+      jobSql: {
+        executeSql: (text, values) => {
+          stats.jobStatements++;
+          return jobPool.query(text, values);
+        },
+      },
       stats,
       async close() {
         await prisma.$disconnect();
