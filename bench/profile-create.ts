@@ -7,21 +7,14 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
 import { waitFor } from '../test/support/wait';
 import { runLoad } from './support/harness';
-import { type Frame, selfTimes } from './profile-page';
+import { type CpuProfile, type Frame, printTopFrames, runProfileIfMain, selfTimes } from './profile-page';
 import { instantProvider, seedSessionsPage } from './support/sessions-page';
 
 const CONCURRENCY = 20;
-
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
-  samples: number[];
-  timeDeltas: number[];
-}
 
 /** Jiffies the host spent busy and in total since boot (/proc/stat's first line), and its cores. */
 function hostCpu(): { busy: number; total: number; cores: number } {
@@ -161,24 +154,11 @@ async function main(): Promise<void> {
     process.stdout.write('by package:\n');
     for (const [pkg, percent] of byPackage(frames).slice(0, 12))
       process.stdout.write(`  ${percent.toFixed(1).padStart(5)}%  ${pkg}\n`);
-    process.stdout.write(`top ${top} frames by self time:\n`);
-    for (const f of frames.slice(0, top)) {
-      process.stdout.write(
-        `  ${f.percent.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`,
-      );
-    }
+    printTopFrames(frames, top);
   } finally {
     await t.stop();
     repo.remove();
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runProfileIfMain(import.meta.url, main);

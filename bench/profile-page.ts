@@ -14,7 +14,7 @@ import { createTestRepo } from '../test/support/git';
 import { runLoad } from './support/harness';
 import { SESSIONS_PAGE, instantProvider, seedSessionsPage } from './support/sessions-page';
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
@@ -81,19 +81,25 @@ async function main(): Promise<void> {
     const js = frames.filter((f) => !VM_STATES.has(f.frame));
     const meta = frames.filter((f) => VM_STATES.has(f.frame));
     process.stdout.write(`${meta.map((f) => `${f.frame} ${f.percent.toFixed(1)}%`).join(', ')}\n`);
-    process.stdout.write(`top ${top} frames by self time:\n`);
-    for (const f of js.slice(0, top)) {
-      process.stdout.write(
-        `  ${f.percent.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`,
-      );
-    }
+    printTopFrames(js, top);
   } finally {
     await t.stop();
     repo.remove();
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+export function printTopFrames(frames: readonly Frame[], top: number): void {
+  process.stdout.write(`top ${top} frames by self time:\n`);
+  for (const f of frames.slice(0, top)) {
+    process.stdout.write(
+      `  ${f.percent.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`,
+    );
+  }
+}
+
+/** Runs a profiling script's main when the file is run directly, and exits (pools stay open). */
+export function runProfileIfMain(moduleUrl: string, main: () => Promise<void>): void {
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
   main().then(
     () => process.exit(0),
     (error: unknown) => {
@@ -102,3 +108,5 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     },
   );
 }
+
+runProfileIfMain(import.meta.url, main);
