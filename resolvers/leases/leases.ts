@@ -152,13 +152,22 @@ export function createLeaseService(options: LeaseServiceOptions) {
       const holder = acquisition === null ? DAEMON_HOLDER : `${DAEMON_HOLDER}:${acquisition}`;
       const at = new Date(now());
       const expiresAt = new Date(at.getTime() + options.leaseTtlMs);
-      // kept: the lease stays the caller's generation — renewed with it, or acquired again with the
-      // key of the acquire that took it (a retry whose first attempt was applied) — while it is held
-      // and unexpired. acquirable: no generation given or the lease released — unless the reaper has
-      // fenced it for a stop. Anything acquirable and not kept moves the generation on.
-      const KEPT = Prisma.sql`(l."releasedAt" IS NULL AND l."expiresAt" > ${at} AND (
-        (${generation}::int IS NOT NULL AND l."generation" = ${generation}::int)
-        OR (${generation}::int IS NULL AND ${acquisition}::text IS NOT NULL AND l."holder" = ${holder})))`;
+      // renewable: the caller's generation, still held and unexpired. kept: the lease stays as it
+      // is — renewable, or acquired again with the key of the acquire that took it (a retry whose
+      // first attempt was applied) while it is held and unexpired. acquirable: no generation given or
+      // the lease released — unless the reaper has fenced it for a stop. Anything acquirable and not
+      // kept moves the generation on.
+      const live = Prisma.sql`(l."releasedAt" IS NULL AND l."expiresAt" > ${at})`;
+      const renewable =
+        generation === null
+          ? Prisma.sql`FALSE`
+          : Prisma.sql`(${live} AND l."generation" = ${generation}::int)`;
+      const kept =
+        generation === null && acquisition !== null
+          ? Prisma.sql`(${live} AND l."holder" = ${holder})`
+          : renewable;
+      const acquirable =
+        generation === null ? Prisma.sql`TRUE` : Prisma.sql`(${renewable} OR l."releasedAt" IS NOT NULL)`;
       const upsert = () => db.$queryRaw<LeaseRow[]>`
         WITH lease AS (
           INSERT INTO "ExecutionLease" AS l
@@ -168,19 +177,14 @@ export function createLeaseService(options: LeaseServiceOptions) {
           WHERE sb."id" = ${sandbox.sandboxId}::uuid AND s."id" = ${sessionId}::uuid
             AND s."status" IN ('PROVISIONING', 'RUNNING')
           ON CONFLICT ("sandboxId") DO UPDATE SET
-            "generation" = CASE WHEN ${KEPT} THEN l."generation" ELSE l."generation" + 1 END,
-            "acquiredAt" = CASE WHEN ${KEPT} THEN l."acquiredAt" ELSE ${at} END,
-            "holder" = CASE WHEN ${KEPT} THEN l."holder" ELSE ${holder} END,
+            "generation" = CASE WHEN ${kept} THEN l."generation" ELSE l."generation" + 1 END,
+            "acquiredAt" = CASE WHEN ${kept} THEN l."acquiredAt" ELSE ${at} END,
+            "holder" = CASE WHEN ${kept} THEN l."holder" ELSE ${holder} END,
             "renewedAt" = ${at},
             "expiresAt" = ${expiresAt},
             "releasedAt" = NULL
           WHERE (l."holder" IS NULL OR l."holder" NOT LIKE ${`${REAPER_HOLDER_PREFIX}%`})
-            AND (
-              (${generation}::int IS NOT NULL AND l."generation" = ${generation}::int
-                AND l."releasedAt" IS NULL AND l."expiresAt" > ${at})
-              OR ${generation}::int IS NULL
-              OR l."releasedAt" IS NOT NULL
-            )
+            AND ${acquirable}
           RETURNING l.*
         ),
         touched AS (
