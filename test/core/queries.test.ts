@@ -82,6 +82,45 @@ for (const db of ['postgres', 'pglite'] as const) {
       return { statements: log.length, log };
     }
 
+    /** Leaf fields that plan their own columns (`select`), beside the relations they read from. */
+    const PLANNED_LEAVES = `query PlannedLeaves($first: Int) {
+      sessions(first: $first) { edges { node {
+        id status runtimeState agentReady provisioningPhase costUsd
+        sandbox { id runtimeState }
+      } } }
+    }`;
+
+    test('leaf fields with their own select cost no statement per row', async () => {
+      const page = async (first: number) => {
+        const requestId = randomUUID();
+        const stats = t.app.services.database.stats;
+        stats.log = [];
+        const res = await t.raw({ query: PLANNED_LEAVES, variables: { first } }, undefined, {
+          'x-request-id': requestId,
+        });
+        const log = stats.log.filter((s) => s.requestId === requestId).map((s) => s.sql);
+        stats.log = null;
+        expect(res.errors).toBeUndefined();
+        const nodes = (
+          res.data as { sessions: { edges: { node: Record<string, unknown> }[] } }
+        ).sessions.edges.map((e) => e.node);
+        expect(nodes).toHaveLength(first);
+        for (const node of nodes) {
+          // RUNNING with no report yet: no runtime state, not ready, no phase; a cost is metered.
+          expect(node).toMatchObject({ status: 'RUNNING', runtimeState: null, agentReady: false });
+          expect(node.provisioningPhase).toBeNull();
+          expect(typeof node.costUsd).toBe('number');
+        }
+        return log;
+      };
+      await page(2); // authenticates and caches the token
+      const small = await page(2);
+      const large = await page(25);
+      const both = `page of 2:\n${small.join('\n')}\npage of 25:\n${large.join('\n')}`;
+      expect(small.length).toBeGreaterThan(0);
+      expect(large.length, both).toBe(small.length);
+    });
+
     test('with project, template, sandbox and lease costs at most 4 statements, whatever the page size', async () => {
       const small = await statementsFor(2);
       const large = await statementsFor(25);
