@@ -159,7 +159,11 @@ export function createServices(options: ServicesOptions): Services {
     localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
   });
   const rates = resolveRates(options.config.rates);
-  const usage = createUsageService({ db, rates });
+  const usage = createUsageService({
+    db,
+    rates,
+    ...(options.now ? { now: () => new Date(options.now!()) } : {}),
+  });
   const snapshots = createSnapshotService({
     db,
     git: options.git,
@@ -191,6 +195,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     installationId: () => installation.id(),
     git: options.git,
+    now: options.now,
   });
   sessions = createSessionLifecycle({
     db,
@@ -203,6 +208,7 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.onAdmissionRefused ? { onRefused: options.onAdmissionRefused } : {}),
     transaction: options.config.transaction,
     refCacheMs: options.config.refCacheMs,
+    now: options.now,
     provision: (id) => provisioner.start(id),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
     // retries with backoff on any process.
@@ -229,12 +235,14 @@ export function createServices(options: ServicesOptions): Services {
     providers: options.providers,
     logger: options.logger,
     leaseTtlMs: options.config.leaseTtlMs,
+    now: options.now,
   });
   const telemetry = createTelemetryService({
     db,
     sql: options.database.raw,
     events,
     logger: options.logger,
+    now: options.now,
   });
   // Sessions end cleanly before a provider's hard sandbox length (E2B) instead of pausing mid-turn.
   const lifetimes = createLifetimeGuard({
@@ -242,6 +250,7 @@ export function createServices(options: ServicesOptions): Services {
     events,
     logger: options.logger,
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
+    now: options.now,
   });
   const recovery = createRecovery({
     db,
@@ -250,6 +259,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     resumeAfterMs: options.config.jobs.provisioningResumeMs,
     intervalMs: options.config.jobs.recoveryIntervalMs,
+    now: options.now,
   });
   const reconciler = createReconciler({
     db,
@@ -267,6 +277,7 @@ export function createServices(options: ServicesOptions): Services {
     idleTimeoutMs: options.config.idleTimeoutMs,
     bootTimeoutMs: options.config.bootTimeoutMs,
     intervalMs: options.config.reaperIntervalMs,
+    now: options.now,
     // One tick queued or running across the fleet (the queue's exclusive policy).
     enqueue: () => jobs.send(JOBS.reaper, {}, 'tick'),
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
@@ -275,8 +286,8 @@ export function createServices(options: ServicesOptions): Services {
       await lifetimes.tick();
     },
   });
-  const runtimeState = createRuntimeStateService({ db, events });
-  const claims = createClaimService({ db });
+  const runtimeState = createRuntimeStateService({ db, events, now: options.now });
+  const claims = createClaimService({ db, now: options.now });
   // Every server→daemon call goes through this one client (signing, and later provider headers).
   const daemon = createDaemonClient({ encryptionKey: options.keys.encryption });
   const reloads = createReloadService({
@@ -285,6 +296,7 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     daemon,
+    now: options.now,
   });
   const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
   const conversation = createConversationService({

@@ -176,7 +176,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   const transport = options.pubsub ? 'provided' : env.redisUrl ? 'redis' : 'in-process';
   if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
-  const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache') });
+  const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache'), now: options.now });
   const binDir = join(env.dataDir, 'bin');
   await installCliShim(binDir);
   const local = createLocalProvider({

@@ -50,6 +50,8 @@ export interface SessionLifecycleOptions {
   transaction?: { maxWaitMs: number; timeoutMs: number };
   /** Counts refused creates (metrics). */
   onRefused?: () => void;
+  /** Milliseconds since the epoch for the times it stamps; tests move it. @default Date.now */
+  now?: () => number;
   /** Hands provisioning to the job queue (resolvers/sessions/provisioning.ts). */
   provision: (sessionId: string) => Promise<void>;
   /** Stops and releases the sandbox behind a session (resolvers/provisioning.ts). */
@@ -117,6 +119,7 @@ type AccountLimitRow = {
 export function createSessionLifecycle(options: SessionLifecycleOptions) {
   const { db, git, events } = options;
   const log = options.logger.child({ module: 'session-lifecycle' });
+  const now = options.now ?? Date.now;
   const transaction = options.transaction ?? { maxWaitMs: 5_000, timeoutMs: 5_000 };
 
   function refusal(limit: number, live: number): GraphQLError {
@@ -332,7 +335,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         status: 'FAILED',
         failureReason: reason.slice(0, 2_000),
         stopReason: 'FAILED',
-        stoppedAt: new Date(),
+        stoppedAt: new Date(now()),
       });
       if (!ended) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
       await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
@@ -365,7 +368,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       const ended = await endSession(sessionId, LIVE_SESSION_STATUSES, {
         status: 'STOPPED',
         stopReason: reason,
-        stoppedAt: new Date(),
+        stoppedAt: new Date(now()),
       });
       if (!ended) return null;
       await options.teardown(sessionId, reason).catch((error: unknown) => {
@@ -385,7 +388,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     async markRunning(sessionId: string): Promise<boolean> {
       const { count } = await db.session.updateMany({
         where: { id: sessionId, status: 'PROVISIONING' },
-        data: { status: 'RUNNING', startedAt: new Date(), provisioningPhase: null },
+        data: { status: 'RUNNING', startedAt: new Date(now()), provisioningPhase: null },
       });
       if (count > 0)
         await events.session(

@@ -48,6 +48,8 @@ export interface ProvisionerOptions {
    * by something other than us (stops the session with PROVIDER).
    */
   onProviderEnded?: (sessionId: string) => Promise<unknown>;
+  /** Milliseconds since the epoch for the times it stamps; tests move it. @default Date.now */
+  now?: () => number;
   /** Where provisioning and teardown retries run; without it they run in this process only. */
   jobs?: JobQueue;
   /** This installation's id, tagged on every provider sandbox (resolvers/sessions/installation.ts). */
@@ -68,6 +70,7 @@ export function applyCaps(spec: HardwareSpec, caps: Partial<HardwareSpec> | unde
 
 export function createProvisioner(options: ProvisionerOptions) {
   const { db, providers, tokens, events } = options;
+  const now = options.now ?? Date.now;
   const log = options.logger.child({ module: 'provisioning' });
   const inFlight = new Set<Promise<void>>();
 
@@ -118,15 +121,15 @@ export function createProvisioner(options: ProvisionerOptions) {
     status: SandboxState,
     extra: Parameters<Db['sandbox']['update']>[0]['data'] = {},
   ) {
-    const now = new Date();
-    const ranFor = sandbox.runningSince ? (now.getTime() - sandbox.runningSince.getTime()) / 1000 : 0;
+    const at = new Date(now());
+    const ranFor = sandbox.runningSince ? (at.getTime() - sandbox.runningSince.getTime()) / 1000 : 0;
     await db.sandboxInterval.updateMany({
       where: { sandboxId: sandbox.id, stoppedAt: null },
-      data: { stoppedAt: now },
+      data: { stoppedAt: at },
     });
     return setSandbox(sandbox.id, {
       status,
-      stoppedAt: now,
+      stoppedAt: at,
       runningSince: null,
       runningSeconds: { increment: Math.max(0, ranFor) },
       ...extra,
@@ -308,18 +311,18 @@ export function createProvisioner(options: ProvisionerOptions) {
         labels: { 'singulacomp.session': sessionId, 'singulacomp.sandbox': sandbox.id },
       });
       providerSandboxId = created.providerSandboxId;
-      const now = new Date();
+      const at = new Date(now());
       const started = created.state === 'STARTED';
       await setSandbox(sandbox.id, {
         providerSandboxId: created.providerSandboxId,
         status: created.state,
         // serviceUrl, the provider's access headers for it (encrypted) and the hard expiry.
         ...serviceAccessColumns(options.encryptionKey, created),
-        startedAt: started ? now : null,
-        runningSince: started ? now : null,
-        lastActivityAt: now,
+        startedAt: started ? at : null,
+        runningSince: started ? at : null,
+        lastActivityAt: at,
       });
-      if (started) await markStarted({ ...sandbox, ...spec }, now);
+      if (started) await markStarted({ ...sandbox, ...spec }, at);
       // Both change only a session still PROVISIONING. A stop that raced provisioning wins: tear
       // down what was just created.
       const live = started ? await options.onRunning(sessionId) : await setPhase(sessionId, 'STARTING');
@@ -375,7 +378,7 @@ export function createProvisioner(options: ProvisionerOptions) {
     await tokens.revokeSessionTokens(sessionId);
     await db.executionLease.updateMany({
       where: { sessionId, releasedAt: null },
-      data: { releasedAt: new Date() },
+      data: { releasedAt: new Date(now()) },
     });
     await db.session.updateMany({ where: { id: sessionId }, data: { provisioningPhase: null } });
     const sandbox = await db.sandbox.findUnique({ where: { sessionId } });

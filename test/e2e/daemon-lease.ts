@@ -3,7 +3,8 @@
 // the lease past the idle timeout, the reaper stops the sandbox once the turn ended; a daemon
 // killed mid-turn ends its sandbox (the entrypoint exits with it) and the session stops at once.
 // Run once per database engine, from a test file each (daemon-lease.<db>.test.ts), so the two
-// runs, each minutes of real waiting, proceed in parallel.
+// runs proceed in parallel. The server's clock is a test clock: the idle timeout and the lease
+// TTL pass by moving it forward, not by waiting (the daemon's renewals still run on real time).
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import { print } from 'graphql';
 import { AGENT_NODE_FLAGS } from '../../image/runtime-layout';
 import { createProject, startSession } from '../leases/helpers';
+import { createTestClock } from '../support/clock';
 import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from './helpers';
 
@@ -28,6 +30,11 @@ const IDLE_MS = 30_000;
 const BOOT_MS = 300_000;
 const TTL_MS = 20_000;
 const RENEW_MS = 1_000;
+/**
+ * How far the server's clock moves after each renewal the daemon lands: well inside a TTL, so a
+ * lease stays live only while the daemon keeps renewing it, as it would in real time.
+ */
+const STEP_MS = 5_000;
 
 type Session = NonNullable<AgentSessionQuery['session']>;
 
@@ -35,10 +42,12 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
   describe(`the daemon, its lease and the idle reaper, end to end on ${db}`, () => {
     let e: E2e;
     let projectId: string;
+    const clock = createTestClock();
 
     beforeAll(async () => {
       e = await startE2e({
         db,
+        now: clock.now,
         env: {
           SINGULACOMP_IDLE_TIMEOUT_MS: String(IDLE_MS),
           SINGULACOMP_BOOT_TIMEOUT_MS: String(BOOT_MS),
@@ -84,8 +93,10 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
 
     test('a busy turn keeps the sandbox past the idle timeout; once it ends the reaper stops it as IDLE_REAPED', async ({
       onTestFailed,
+      onTestFinished,
     }) => {
-      e.stub.setDelayMs(IDLE_MS + TTL_MS + 2_000);
+      const endTurn = e.stub.holdReplies();
+      onTestFinished(endTurn);
       const before = e.stub.requests.length;
       const s = await startSession(e.t, projectId, { prompt: 'Take your time.' });
       const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
@@ -119,7 +130,7 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       try {
         // The daemon claimed the prompt and OpenCode is working on it against the stub model.
         const busy = await untilBusy(s, sandbox.providerSandboxId!);
-        const busySince = Date.now();
+        const busySince = clock.now();
         expect(busy.status).toBe('RUNNING');
         expect(busy.sandbox?.keptAliveBecause).toContain(`generation ${busy.lease?.generation}`);
         expect(busy.sandbox?.leaseExpiresAt).toBe(busy.lease?.expiresAt);
@@ -139,9 +150,30 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
         const stored = await e.t.app.services.db.telemetrySample.count({ where: { sandboxId: s.sandboxId } });
         expect(stored).toBeGreaterThanOrEqual(1);
 
-        // The turn outlives the idle timeout and several lease TTLs; the sandbox stays RUNNING.
-        // A stop mid-turn fails at once (a throwing check would only count as "not yet").
+        // The turn outlives the idle timeout and several lease TTLs of server time; the sandbox stays
+        // RUNNING. The clock moves a step after each renewal the daemon lands, so the reaper runs
+        // against a lease that only the daemon's renewals keep live. A stop mid-turn fails at once
+        // (a throwing check would only count as "not yet").
         let stoppedMidTurn: Session | undefined;
+        let renewedAt = busy.lease!.renewedAt;
+        while (clock.now() - busySince <= IDLE_MS + TTL_MS + 2_000 && !stoppedMidTurn) {
+          renewedAt = await waitFor(
+            async () => {
+              const v = await view(s.sessionId);
+              if (v.status !== 'RUNNING' || v.sandbox?.runtimeState !== 'BUSY') stoppedMidTurn = v;
+              return stoppedMidTurn
+                ? renewedAt
+                : v.lease?.renewedAt !== renewedAt
+                  ? v.lease?.renewedAt
+                  : null;
+            },
+            30_000,
+            'the daemon to renew its lease mid-turn',
+          );
+          clock.advance(STEP_MS);
+        }
+        expect(stoppedMidTurn).toBeUndefined();
+        endTurn();
         const turnEnded = await waitFor(
           async () => {
             const v = await view(s.sessionId);
@@ -151,7 +183,7 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
           { timeoutMs: 90_000, what: 'the slow turn to end with the session RUNNING' },
         );
         expect(stoppedMidTurn).toBeUndefined();
-        expect(Date.now() - busySince).toBeGreaterThan(IDLE_MS);
+        expect(clock.now() - busySince).toBeGreaterThan(IDLE_MS);
         const held = await e.t.app.services.db.executionLease.findUniqueOrThrow({
           where: { sandboxId: s.sandboxId },
         });
@@ -161,11 +193,24 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
         expect(turnEnded.status).toBe('RUNNING');
         expect(samples.length).toBeGreaterThanOrEqual(2);
 
-        // The turn ended: the lease is released and the reaper stops the idle sandbox.
+        // The turn ended: the lease is released and the reaper stops the idle sandbox once the idle
+        // timeout has passed since the sandbox's last sign of life (its release or a later report):
+        // the clock is moved just past it, again whenever a report moved that point on.
         const stopped = await waitFor(
           async () => {
             const v = await view(s.sessionId);
-            return v.status === 'STOPPED' ? v : null;
+            if (v.status === 'STOPPED') return v;
+            const row = await e.t.app.services.db.sandbox.findUniqueOrThrow({
+              where: { id: s.sandboxId },
+              include: { lease: true },
+            });
+            const idleSince = Math.max(
+              row.lastActivityAt?.getTime() ?? 0,
+              row.lease?.releasedAt?.getTime() ?? Number.POSITIVE_INFINITY,
+            );
+            const due = idleSince + IDLE_MS + 1_000 - clock.now();
+            if (due > 0 && Number.isFinite(due)) clock.advance(due);
+            return null;
           },
           60_000,
           'the reaper to stop the idle session',
@@ -199,7 +244,7 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
         await client.dispose();
       }
       // A backstop above the sum of the steps' own waits: booting OpenCode on a loaded machine,
-      // a turn longer than the idle timeout, then the idle timeout again before the reaper acts.
+      // a renewal per step of the turn, then the reaper.
     }, 600_000);
 
     test('a daemon killed mid-turn stops renewing and ends its sandbox: the session stops and nothing pins it', async () => {

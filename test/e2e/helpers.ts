@@ -27,6 +27,8 @@ export interface E2eOptions {
    * names the gateway's model and holds no provider or key; the server holds the upstream key.
    */
   gateway?: boolean;
+  /** The server's clock (see support/clock.ts): a test jumps past a timeout instead of waiting it out. */
+  now?: () => number;
 }
 
 /** The upstream key the server holds when `gateway` is set; it must never reach a sandbox. */
@@ -70,6 +72,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   Object.assign(process.env, daemonEnv);
   const t = await startTestApp({
     db: options.db,
+    ...(options.now ? { now: options.now } : {}),
     env: {
       // Empty selects the default entry command: the bundled daemon.
       SINGULACOMP_LOCAL_ENTRY: '',
