@@ -139,7 +139,7 @@ export interface ServicesOptions {
   providers: ProviderRegistry;
   /** SINGULACOMP_API_URL as seen from a sandbox. */
   apiUrl: () => string;
-  /** Clock of the time-based rules (token expiry). @default Date.now */
+  /** The one clock of every service that stamps or compares times. @default Date.now */
   now?: () => number;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;

@@ -63,7 +63,10 @@ export interface AppOptions {
   bootstrap?: boolean;
   /** Print the bootstrap token to stdout. @default true outside NODE_ENV=test */
   printBootstrapToken?: boolean;
-  /** Milliseconds since the epoch for time-based rules (token expiry); tests move it. @default Date.now */
+  /**
+   * Milliseconds since the epoch for every time the server stamps or compares (token expiry, leases,
+   * the reaper, session and sandbox times); tests move it. @default Date.now
+   */
   now?: () => number;
 }
 
