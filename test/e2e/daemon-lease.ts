@@ -155,21 +155,23 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
         // against a lease that only the daemon's renewals keep live. A stop mid-turn fails at once
         // (a throwing check would only count as "not yet").
         let stoppedMidTurn: Session | undefined;
+        const midTurn = (v: Session) => v.status === 'RUNNING' && v.sandbox?.runtimeState === 'BUSY';
         let renewedAt = busy.lease!.renewedAt;
-        while (clock.now() - busySince <= IDLE_MS + TTL_MS + 2_000 && !stoppedMidTurn) {
-          renewedAt = await waitFor(
+        while (clock.now() - busySince <= IDLE_MS + TTL_MS + 2_000) {
+          // The next renewal, or the session leaving its turn (which ends the wait at once).
+          const v = await waitFor(
             async () => {
               const v = await view(s.sessionId);
-              if (v.status !== 'RUNNING' || v.sandbox?.runtimeState !== 'BUSY') stoppedMidTurn = v;
-              return stoppedMidTurn
-                ? renewedAt
-                : v.lease?.renewedAt !== renewedAt
-                  ? v.lease?.renewedAt
-                  : null;
+              return !midTurn(v) || v.lease?.renewedAt !== renewedAt ? v : null;
             },
             30_000,
             'the daemon to renew its lease mid-turn',
           );
+          if (!midTurn(v)) {
+            stoppedMidTurn = v;
+            break;
+          }
+          renewedAt = v.lease!.renewedAt;
           clock.advance(STEP_MS);
         }
         expect(stoppedMidTurn).toBeUndefined();
