@@ -148,6 +148,16 @@ describe('realtime across two server processes sharing PostgreSQL and Redis', ()
     const others: string[] = [];
     for (let i = 0; i < 3; i++) {
       const id = await runningSession(i % 2 === 0 ? a : b);
+      // The RUNNING event goes out after the row changed and carries the row as it is then: a stop
+      // landing in between would fold it into the stop's snapshot. Stop once it is out.
+      await waitFor(
+        async () =>
+          control.events.some(
+            (e) => e.data.accountSessions.sessionId === id && e.data.accountSessions.status === 'RUNNING',
+          ),
+        20_000,
+        'the RUNNING event of the session about to be stopped',
+      );
       await stop(i % 2 === 0 ? b : a, id);
       others.push(id);
     }
