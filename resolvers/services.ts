@@ -139,7 +139,11 @@ export interface ServicesOptions {
   providers: ProviderRegistry;
   /** SINGULACOMP_API_URL as seen from a sandbox. */
   apiUrl: () => string;
-  /** The one clock of every service that stamps or compares times. @default Date.now */
+  /**
+   * The one clock of every service that stamps times and compares them with its own stamps.
+   * Recovery and the lifetime guard stay on real time: they compare times that Prisma or a provider
+   * stamps. @default Date.now
+   */
   now?: () => number;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;
@@ -250,7 +254,7 @@ export function createServices(options: ServicesOptions): Services {
     events,
     logger: options.logger,
     stop: (sessionId, reason) => sessions.stopInternal(sessionId, reason),
-    now: options.now,
+    // No clock: it compares the provider's own end time (real time at the provider), not ours.
   });
   const recovery = createRecovery({
     db,
@@ -259,7 +263,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     resumeAfterMs: options.config.jobs.provisioningResumeMs,
     intervalMs: options.config.jobs.recoveryIntervalMs,
-    now: options.now,
+    // No clock: its cutoffs compare Session.updatedAt, which Prisma stamps from real time.
   });
   const reconciler = createReconciler({
     db,

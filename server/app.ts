@@ -64,8 +64,9 @@ export interface AppOptions {
   /** Print the bootstrap token to stdout. @default true outside NODE_ENV=test */
   printBootstrapToken?: boolean;
   /**
-   * Milliseconds since the epoch for every time the server stamps or compares (token expiry, leases,
-   * the reaper, session and sandbox times); tests move it. @default Date.now
+   * Milliseconds since the epoch for the times the server stamps and compares (token expiry, leases,
+   * the reaper, session and sandbox times; not Prisma's `updatedAt` or a provider's end time, see
+   * resolvers/services.ts); tests move it. @default Date.now
    */
   now?: () => number;
 }

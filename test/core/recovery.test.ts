@@ -5,6 +5,7 @@ import { JOBS } from '../../resolvers/jobs/queue';
 import { createRecovery } from '../../resolvers/sessions/recovery';
 import { CreateProjectDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
+import { createTestClock } from '../support/clock';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 
@@ -52,6 +53,28 @@ test('a session left in PROVISIONING past the timeout is failed with a reason an
   expect(byId.get(running)?.status).toBe('RUNNING');
   // A second sweep finds nothing more to do.
   expect(await recovery.sweep()).not.toContain(stale);
+});
+
+test("the app's recovery keeps to real time: a server clock moved ahead does not fail a session Prisma just stamped", async () => {
+  // Session.updatedAt is Prisma's stamp (real time); the recovery's cutoffs compare with it.
+  const clock = createTestClock();
+  const moved = await startTestApp({ now: clock.now });
+  try {
+    clock.advance(20 * 60_000);
+    const db = moved.app.services.db;
+    const { accountId } = await moved.seedAccount({ tier: 'FREE' });
+    const project = await db.project.create({
+      data: { accountId, name: 'moved', repositoryUrl: '/nowhere' },
+    });
+    const session = await db.session.create({
+      data: { accountId, projectId: project.id, branchName: 'x', baseRef: 'main', status: 'PROVISIONING' },
+    });
+    const { failed } = await moved.app.services.recovery.sweepDetailed();
+    expect(failed).not.toContain(session.id);
+    expect((await db.session.findUniqueOrThrow({ where: { id: session.id } })).status).toBe('PROVISIONING');
+  } finally {
+    await moved.stop();
+  }
 });
 
 describe('a session whose creating process stopped before cutting its branch', () => {
