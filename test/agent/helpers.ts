@@ -1,12 +1,22 @@
 // vitest `test` extended with a `startAgent` fixture (see harness.ts) that stops everything
-// afterwards and prints the session and workspace when the test failed.
+// afterwards and prints the session and workspace when the test failed, and a file-scoped `agent`
+// for tests that only read from a running daemon and can share one OpenCode boot.
 import { test as base } from 'vitest';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from './harness';
 
 export * from './harness';
 
-/** vitest `test` with a `startAgent` fixture that always cleans up. */
-export const test = base.extend<{ startAgent: (options?: TestAgentOptions) => Promise<TestAgent> }>({
+interface AgentFixtures {
+  /** Starts a daemon with its own OpenCode; everything it started is stopped after the test. */
+  startAgent: (options?: TestAgentOptions) => Promise<TestAgent>;
+  /**
+   * One running daemon with default options for the whole file, stopped after its last test. For
+   * tests that leave it as they found it: each OpenCode boot costs seconds of CPU.
+   */
+  agent: TestAgent;
+}
+
+export const test = base.extend<AgentFixtures>({
   startAgent: async ({ onTestFailed }, use) => {
     const started: TestAgent[] = [];
     onTestFailed(() => {
@@ -27,6 +37,22 @@ export const test = base.extend<{ startAgent: (options?: TestAgentOptions) => Pr
       for (const harness of started) await harness.stop();
     }
   },
+  agent: [
+    // biome-ignore lint/correctness/noEmptyPattern: vitest fixtures take their dependencies by destructuring
+    async ({}, use) => {
+      const harness = await startTestAgent({ start: false });
+      try {
+        await harness.agent.start();
+        await use(harness);
+      } catch (error) {
+        console.error(`agent fixture: session ${harness.sessionId}, workspace ${harness.workspace}`);
+        throw error;
+      } finally {
+        await harness.stop();
+      }
+    },
+    { scope: 'file' },
+  ],
 });
 
 export { expect } from 'vitest';

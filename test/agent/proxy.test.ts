@@ -8,9 +8,8 @@ const HEADER = 'x-singulacomp-user-context';
 
 describe('proxy', () => {
   test('refuses missing, forged, expired and other-session headers and proxies a valid one to opencode', async ({
-    startAgent,
+    agent: h,
   }) => {
-    const h = await startAgent();
     const get = (headers: Record<string, string> = {}) => fetch(`${h.url}/session`, { headers });
 
     const missing = await get();
@@ -44,8 +43,7 @@ describe('proxy', () => {
     expect(direct.map((s) => s.id)).toContain(session.id);
   });
 
-  test('/singulacomp/health needs no header; control routes do', async ({ startAgent }) => {
-    const h = await startAgent();
+  test('/singulacomp/health needs no header; control routes do', async ({ agent: h }) => {
     const health = await fetch(`${h.url}/singulacomp/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({
@@ -64,9 +62,8 @@ describe('proxy', () => {
   });
 
   test('the target-port header reaches another local port over HTTP and WebSocket, never the service port', async ({
-    startAgent,
+    agent: h,
   }) => {
-    const h = await startAgent();
     const app = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ path: req.url, sawUserContext: HEADER in req.headers }));
