@@ -13,7 +13,12 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTemplateDatabase, dropDatabase } from './support/database';
-import { TEMPLATE_DATABASE_VARIABLE, TEST_RUN_VARIABLE, runProcesses } from './support/test-run';
+import {
+  TEMPLATE_DATABASE_VARIABLE,
+  TEST_RUN_SETTINGS,
+  TEST_RUN_VARIABLE,
+  runProcesses,
+} from './support/test-run';
 
 /** Rebuilds dist/server.mjs when it is missing or older than a file it was built from. */
 const BUILD_SERVER_IF_STALE = `
@@ -73,6 +78,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   mkdirSync(runDir, { recursive: true });
   // Workers are forked after global setup and inherit these.
   process.env[TEST_RUN_VARIABLE] = runId;
+  Object.assign(process.env, TEST_RUN_SETTINGS);
   process.env.TMPDIR = runDir;
   const template = await createTemplateDatabase(`sc_tpl_${runId.replace(/-/g, '_')}`);
   process.env[TEMPLATE_DATABASE_VARIABLE] = template;

@@ -7,6 +7,7 @@ import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '..
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
+import { testRunEnv } from '../support/test-run';
 import { waitFor } from '../support/wait';
 
 /**
@@ -68,7 +69,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   });
   // The LOCAL provider passes only PATH/LANG/TZ, HOME and the injected variables into a sandbox;
   // everything else a daemon needs here travels through SINGULACOMP_LOCAL_PASS_ENV from the host.
-  const daemonEnv = { ...OFFLINE_OPENCODE_ENV, ...options.daemonEnv };
+  const daemonEnv = { ...OFFLINE_OPENCODE_ENV, ...testRunEnv(), ...options.daemonEnv };
   Object.assign(process.env, daemonEnv);
   const t = await startTestApp({
     db: options.db,

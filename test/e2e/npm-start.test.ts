@@ -22,6 +22,7 @@ import {
 import { openSocket, watch } from '../realtime/helpers';
 import { createTestRepo } from '../support/git';
 import { type ServerProcess, postGraphql, startServerProcess } from '../support/server-process';
+import { testRunEnv } from '../support/test-run';
 import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS } from './helpers';
 
@@ -39,7 +40,11 @@ describe('npm start on a fresh data dir runs the main job', () => {
 
   beforeAll(async () => {
     stub = await startStubModel({ reply: 'Done.' });
-    const daemonEnv = { ...OFFLINE_OPENCODE_ENV, SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000' };
+    const daemonEnv = {
+      ...OFFLINE_OPENCODE_ENV,
+      ...testRunEnv(),
+      SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000',
+    };
     server = await startServerProcess({
       npmStart: true,
       dataDir,

@@ -10,10 +10,23 @@ export const TEST_RUN_VARIABLE = 'SINGULACOMP_TEST_RUN';
 /** Environment variable naming the migrated template database of the run. */
 export const TEMPLATE_DATABASE_VARIABLE = 'SINGULACOMP_TEST_TEMPLATE_DB';
 
-/** `{ SINGULACOMP_TEST_RUN: <id> }` inside a run, else `{}`: spread it into a spawned process's env. */
+/**
+ * Runtime settings global setup gives the run's workers and every process they spawn. Only for the
+ * suite's own `opencode serve` processes (Bun reads `BUN_JSC_*`): JavaScriptCore without its
+ * optimizing tiers (DFG, and FTL above it). A test's OpenCode lives for seconds and mostly runs code
+ * once; compiling it for speed cost about a tenth of its CPU (the agent reload, supervisor and lease
+ * tests: 49.5 s of CPU with the tiers, 44 s without). Benches do not set it: they measure OpenCode
+ * as a sandbox runs it.
+ */
+export const TEST_RUN_SETTINGS: Readonly<Record<string, string>> = { BUN_JSC_useDFGJIT: '0' };
+
+/**
+ * `{ SINGULACOMP_TEST_RUN: <id>, ...TEST_RUN_SETTINGS }` inside a run, else `{}`: spread it into a
+ * spawned process's env.
+ */
 export function testRunEnv(): Record<string, string> {
   const id = process.env[TEST_RUN_VARIABLE];
-  return id ? { [TEST_RUN_VARIABLE]: id } : {};
+  return id ? { [TEST_RUN_VARIABLE]: id, ...TEST_RUN_SETTINGS } : {};
 }
 
 export interface RunProcess {
