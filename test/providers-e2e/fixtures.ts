@@ -17,6 +17,7 @@ import type { RetryOptions } from '../../resolvers/providers/errors';
 import { PlatinumProvider } from '../../resolvers/providers/platinum';
 import type { HardwareSpec, ProviderName, SandboxProvider } from '../../resolvers/providers/types';
 import { DaytonaEmulator, type DaytonaTier } from '../emulators/daytona';
+import { OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
 import { E2BEmulator } from '../emulators/e2b';
 import type { Fault, FaultOptions, RequestRecord } from '../emulators/harness';
 import { PlatinumEmulator } from '../emulators/platinum';
@@ -38,11 +39,17 @@ export function daemonEntry(repositoryPath: string): EntryScript {
   const node = JSON.stringify(process.execPath);
   // Built from the current agent/ sources by the test run's global setup.
   const agent = JSON.stringify(join(ROOT, 'dist/singulacomp-agent.mjs'));
+  // OpenCode stays offline, as in every other test sandbox: without these it also tries the
+  // models.dev fetch and a plugin install in the background (about a second of CPU per session).
+  const offline = Object.entries(OFFLINE_OPENCODE_ENV)
+    .map(([name, value]) => `export ${name}=${JSON.stringify(value)}`)
+    .join('\n');
   writeFileSync(
     file,
     `#!/bin/sh
 # Emulated sandbox entry: clone the session branch (stand-in for the image's entrypoint), run the daemon.
 set -e
+${offline}
 DIR="$PWD"
 git clone -q --branch "$SINGULACOMP_BRANCH_NAME" ${JSON.stringify(repositoryPath)} "$DIR/workspace"
 mkdir -p "$DIR/home"
