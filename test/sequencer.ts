@@ -12,29 +12,26 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * run, so the order matters at the end: a long file started last runs alone.
  */
 const LONG_FIRST = [
-  'test/e2e/daemon-lease.', // 160
-  'test/web/dashboard', // 75
-  'test/agent/reload', // 57
-  'test/leases/leases', // 39
-  'test/e2e/reload', // 38
-  'test/cli/reload', // 36
-  'test/agent/supervisor', // 28
-  'test/e2e/npm-start.', // 28
-  'test/snapshots/snapshots', // 22
-  'test/agent/lease', // 22
-  'test/providers/daytona', // 20
-  'test/agent/proxy', // 16
-  'test/agent/offload', // 16
-  'test/providers-e2e/lifecycle', // 16
-  'test/git/change-requests', // 14
-  'test/git/proxy', // 13
-  'test/e2e/session-access', // 13
-  'test/triggers/', // 12
-  'test/core/migrations', // 12
-  'test/realtime/fleet', // 12
-  'test/agent/memory-guard', // 11
-  'test/git/git-service', // 10
-  'test/core/server', // 10
+  'test/web/dashboard', // 97
+  'test/agent/reload', // 69
+  'test/leases/leases', // 63
+  'test/e2e/reload', // 49
+  'test/e2e/daemon-lease.', // 37 each
+  'test/cli/reload', // 35
+  'test/agent/supervisor', // 31
+  'test/agent/lease', // 28
+  'test/git/git-service', // 26
+  'test/e2e/npm-start.', // 23
+  'test/snapshots/snapshots', // 21
+  'test/providers-e2e/lifecycle', // 19
+  'test/providers/daytona', // 18
+  'test/triggers/', // 13
+  'test/providers-e2e/orphans', // 13
+  'test/agent/proxy', // 11
+  'test/core/server', // 11
+  'test/chaos/crash-recovery', // 11
+  'test/realtime/fleet', // 11
+  'test/agent/offload', // 10
   'test/e2e/', // the rest of the end-to-end files
   'test/providers-e2e/',
 ];
