@@ -41,7 +41,6 @@ export interface E2e {
   repo: TestRepo;
   /** Directory of a LOCAL sandbox (workspace/, home/, entry.pid, entry.log). */
   sandboxDir(providerSandboxId: string): string;
-  /** Host pid of the sandbox's daemon. */
   /** Waits for the sandbox's daemon process (the entrypoint starts it a moment after the sandbox). */
   daemonPid(providerSandboxId: string): Promise<number>;
   /** Processes (pid) whose working directory is inside the sandbox: the daemon and OpenCode. */
@@ -49,6 +48,14 @@ export interface E2e {
   /** Where a session stood, for a failing test: its sandbox row and the tail of its daemon's log. */
   describeSession(sessionId: string): Promise<string>;
   stop(): Promise<void>;
+}
+
+/**
+ * What a test's LOCAL sandbox daemon takes from the host (through SINGULACOMP_LOCAL_PASS_ENV):
+ * OpenCode kept offline, the run's id and settings (`testRunEnv()`), then `extra`.
+ */
+export function localDaemonEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { ...OFFLINE_OPENCODE_ENV, ...testRunEnv(), ...extra };
 }
 
 export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
@@ -69,7 +76,7 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   });
   // The LOCAL provider passes only PATH/LANG/TZ, HOME and the injected variables into a sandbox;
   // everything else a daemon needs here travels through SINGULACOMP_LOCAL_PASS_ENV from the host.
-  const daemonEnv = { ...OFFLINE_OPENCODE_ENV, ...testRunEnv(), ...options.daemonEnv };
+  const daemonEnv = localDaemonEnv(options.daemonEnv);
   Object.assign(process.env, daemonEnv);
   const t = await startTestApp({
     db: options.db,

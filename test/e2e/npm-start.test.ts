@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '../fixtures/opencode-project';
+import { OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '../fixtures/opencode-project';
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import {
   AgentSessionDocument,
@@ -22,9 +22,8 @@ import {
 import { openSocket, watch } from '../realtime/helpers';
 import { createTestRepo } from '../support/git';
 import { type ServerProcess, postGraphql, startServerProcess } from '../support/server-process';
-import { testRunEnv } from '../support/test-run';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS } from './helpers';
+import { E2E_SETUP_TIMEOUT_MS, localDaemonEnv } from './helpers';
 
 describe('npm start on a fresh data dir runs the main job', () => {
   let server: ServerProcess;
@@ -40,11 +39,7 @@ describe('npm start on a fresh data dir runs the main job', () => {
 
   beforeAll(async () => {
     stub = await startStubModel({ reply: 'Done.' });
-    const daemonEnv = {
-      ...OFFLINE_OPENCODE_ENV,
-      ...testRunEnv(),
-      SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000',
-    };
+    const daemonEnv = localDaemonEnv({ SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000' });
     server = await startServerProcess({
       npmStart: true,
       dataDir,

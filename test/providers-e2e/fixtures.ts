@@ -17,10 +17,10 @@ import type { RetryOptions } from '../../resolvers/providers/errors';
 import { PlatinumProvider } from '../../resolvers/providers/platinum';
 import type { HardwareSpec, ProviderName, SandboxProvider } from '../../resolvers/providers/types';
 import { DaytonaEmulator, type DaytonaTier } from '../emulators/daytona';
-import { OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
 import { E2BEmulator } from '../emulators/e2b';
 import type { Fault, FaultOptions, RequestRecord } from '../emulators/harness';
 import { PlatinumEmulator } from '../emulators/platinum';
+import { OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 

@@ -143,6 +143,17 @@ describe('realtime across two server processes sharing PostgreSQL and Redis', ()
     const lastSeq = w.events.at(-1)!.seq;
     expect(w.events.map((e) => e.seq)).toEqual(w.events.map((_, i) => from + 1 + i));
 
+    /** Waits until `events()` holds `status` for session `id`. */
+    const saw = (events: () => typeof control.events, id: string, status: string) =>
+      waitFor(
+        async () =>
+          events().some(
+            (e) => e.data.accountSessions.sessionId === id && e.data.accountSessions.status === status,
+          ),
+        20_000,
+        `the ${status} event of session ${id}`,
+      );
+
     // Missed while disconnected: the first session's stop, then three more sessions' whole lives.
     await stop(a, first);
     const others: string[] = [];
@@ -150,23 +161,11 @@ describe('realtime across two server processes sharing PostgreSQL and Redis', ()
       const id = await runningSession(i % 2 === 0 ? a : b);
       // The RUNNING event goes out after the row changed and carries the row as it is then: a stop
       // landing in between would fold it into the stop's snapshot. Stop once it is out.
-      await waitFor(
-        async () =>
-          control.events.some(
-            (e) => e.data.accountSessions.sessionId === id && e.data.accountSessions.status === 'RUNNING',
-          ),
-        20_000,
-        'the RUNNING event of the session about to be stopped',
-      );
+      await saw(() => control.events, id, 'RUNNING');
       await stop(i % 2 === 0 ? b : a, id);
       others.push(id);
     }
-    const last = others.at(-1)!;
-    await waitFor(async () =>
-      control.events.some(
-        (e) => e.data.accountSessions.sessionId === last && e.data.accountSessions.status === 'STOPPED',
-      ),
-    );
+    await saw(() => control.events, others.at(-1)!, 'STOPPED');
     const missed = control.events.filter((e) => e.seq > lastSeq).map(summary);
     expect(missed.length).toBeGreaterThanOrEqual(10);
     expect(missed.map((e) => e[2])).toEqual(missed.map((_, i) => lastSeq + 1 + i));
@@ -185,17 +184,9 @@ describe('realtime across two server processes sharing PostgreSQL and Redis', ()
     // Then live, still without duplicates or gaps, identical to the reference.
     const live = await runningSession(a);
     await stop(b, live);
-    await waitFor(async () =>
-      w.events.some(
-        (e) => e.data.accountSessions.sessionId === live && e.data.accountSessions.status === 'STOPPED',
-      ),
-    );
+    await saw(() => w.events, live, 'STOPPED');
     const tail = () => control.events.filter((e) => e.seq > lastSeq);
-    await waitFor(async () =>
-      tail().some(
-        (e) => e.data.accountSessions.sessionId === live && e.data.accountSessions.status === 'STOPPED',
-      ),
-    );
+    await saw(tail, live, 'STOPPED');
     await waitFor(async () => w.events.length >= tail().length);
     expect(w.events.map(summary)).toEqual(control.events.filter((e) => e.seq > lastSeq).map(summary));
   });
