@@ -11,6 +11,7 @@ import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
 import { isUuid } from '../resolvers/ids';
 import type { Principal, Scope } from '../resolvers/auth/principal';
 import type { Services } from '../resolvers/services';
+import ReadAuthPlugin from './read-auth';
 
 // The relay plugin resolves every `globalID` field (each Node's `id`) through an async function: one
 // Promise per object, which makes the executor await every object of a page separately. This
@@ -52,6 +53,11 @@ export interface Context {
   connection?: ConnectionHandle;
 }
 
+/** A refused read: FORBIDDEN for a caller we know, UNAUTHENTICATED for one we do not. */
+function refusal(ctx: Context, message: string | undefined): GraphQLError {
+  return ctx.principal ? forbidden(message) : unauthenticated();
+}
+
 /** Upper bound of `nodes(ids:)`. */
 export const MAX_NODES_IDS = 100;
 
@@ -75,7 +81,8 @@ export const builder = new SchemaBuilder<{
     scope: Scope;
   };
 }>({
-  plugins: [ScopeAuthPlugin, ErrorsPlugin, PrismaPlugin, RelayPlugin],
+  // readAuth first: an object's read check runs before any of its fields' own scopes.
+  plugins: [ReadAuthPlugin, ScopeAuthPlugin, ErrorsPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   defaultInputFieldRequiredness: true,
   scopeAuth: {
@@ -88,9 +95,10 @@ export const builder = new SchemaBuilder<{
         ctx.principal !== null && ctx.principal.kind !== 'SANDBOX' && ctx.principal.scopes.has(scope),
     }),
     unauthorizedError: (_parent, ctx, _info, result) =>
-      ctx.principal
-        ? forbidden(result.message === 'Unauthorized' ? undefined : result.message)
-        : unauthenticated(),
+      refusal(ctx, result.message === 'Unauthorized' ? undefined : result.message),
+  },
+  readAuth: {
+    refused: (ctx, typeName) => refusal(ctx, `Not authorized to read fields for ${typeName}`),
   },
   prisma: {
     client: (ctx) => ctx.services.db,

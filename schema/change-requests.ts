@@ -25,7 +25,7 @@ const canRead = (principal: Principal | null, cr: { projectId: string; accountId
 
 export const ChangeRequestRef = builder.prismaNode('ChangeRequest', {
   id: { field: 'id' },
-  authScopes: (cr, ctx) => canRead(ctx.principal, cr),
+  readAuth: (cr, ctx) => canRead(ctx.principal, cr),
   fields: (t) => ({
     changeRequestId: t.exposeString('id', { description: 'The raw UUID.' }),
     title: t.exposeString('title'),

@@ -65,7 +65,7 @@ const ShareLinkModeEnum = builder.enumType('ShareLinkMode', {
 
 export const ShareLinkRef = builder.prismaNode('ShareLink', {
   id: { field: 'id' },
-  authScopes: (link, ctx) => {
+  readAuth: (link, ctx) => {
     if (!ctx.principal) return false;
     assertCanReadShareLink(ctx.principal, link);
     return true;

@@ -11,7 +11,7 @@ import { COMMON_ERRORS } from './errors';
 
 export const ProjectRef = builder.prismaNode('Project', {
   id: { field: 'id' },
-  authScopes: (project, ctx) => {
+  readAuth: (project, ctx) => {
     if (!ctx.principal) return false;
     assertCanReadProject(ctx.principal, project);
     return true;
@@ -58,7 +58,7 @@ builder.prismaObject('ProjectSecret', {
 
 builder.prismaNode('Template', {
   id: { field: 'id' },
-  authScopes: (template, ctx) => {
+  readAuth: (template, ctx) => {
     const access = nodeAccessOf(ctx);
     if (!access) return false;
     // Synchronous once the owner is known: no Promise per template of a page.
@@ -81,7 +81,7 @@ builder.prismaNode('Template', {
 
 builder.prismaNode('Snapshot', {
   id: { field: 'id' },
-  authScopes: async (snapshot, ctx) => {
+  readAuth: async (snapshot, ctx) => {
     const access = nodeAccessOf(ctx);
     if (!access) return false;
     await access.snapshot(snapshot);

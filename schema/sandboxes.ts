@@ -20,7 +20,7 @@ export function canReadSandbox(
 
 export const SandboxRef = builder.prismaNode('Sandbox', {
   id: { field: 'id' },
-  authScopes: (sandbox, ctx) => canReadSandbox(ctx.principal, sandbox),
+  readAuth: (sandbox, ctx) => canReadSandbox(ctx.principal, sandbox),
   fields: (t) => ({
     sandboxId: t.exposeString('id', { description: 'The raw UUID.' }),
     status: t.expose('status', { type: SandboxStatusEnum }),

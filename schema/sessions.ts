@@ -22,7 +22,7 @@ const ProvisioningPhaseEnum = builder.enumType(ProvisioningPhase, { name: 'Provi
 
 export const SessionRef = builder.prismaNode('Session', {
   id: { field: 'id' },
-  authScopes: (session, ctx) => {
+  readAuth: (session, ctx) => {
     if (!ctx.principal) return false;
     assertCanReadSession(ctx.principal, session);
     return true;
@@ -116,7 +116,7 @@ builder.prismaObject('ExecutionLease', {
 
 builder.prismaNode('Reload', {
   id: { field: 'id' },
-  authScopes: async (reload, ctx) => {
+  readAuth: async (reload, ctx) => {
     const access = nodeAccessOf(ctx);
     if (!access) return false;
     await access.reload(reload);

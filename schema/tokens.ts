@@ -11,7 +11,7 @@ import { ConflictError, type DomainError, NotFoundError, ValidationError } from 
 
 const TokenRef = builder.prismaNode('Token', {
   id: { field: 'id' },
-  authScopes: (token, ctx) => {
+  readAuth: (token, ctx) => {
     if (!ctx.principal) return false;
     assertCanReadToken(ctx.principal, token);
     return true;

@@ -12,7 +12,7 @@ const TriggerRunStatusEnum = builder.enumType('TriggerRunStatus', {
 
 export const TriggerRef = builder.prismaNode('Trigger', {
   id: { field: 'id' },
-  authScopes: (trigger, ctx) => {
+  readAuth: (trigger, ctx) => {
     if (!ctx.principal) return false;
     assertCanReadTrigger(ctx.principal, trigger);
     return true;

@@ -143,7 +143,7 @@ function countedOf(subscriptions: Record<string, unknown>, id: string): Counted<
 }
 
 /**
- * Pothos keys its per-request caches (scope-auth results, Prisma loaders) on this property when
+ * Pothos keys its per-request caches (scope-auth results, read checks, Prisma loaders) on this property when
  * present. A subscription's context lives as long as the subscription: a fresh key after subscribing
  * and after each event lets the caches of finished work be collected instead of held per idle
  * subscription (what they cache is recomputed for the next event).
