@@ -27,7 +27,7 @@ declare global {
       };
     }
     interface ObjectTypeOptions<Types extends SchemaTypes, Shape> {
-      /** May the request read this object? false refuses, a thrown error is the answer itself. */
+      /** May the request read this object? Only true allows; a thrown error is the answer itself. */
       readAuth?: (parent: Shape, context: Types['Context']) => MaybePromise<boolean>;
     }
   }
@@ -46,8 +46,8 @@ export class PothosReadAuthPlugin<Types extends SchemaTypes> extends BasePlugin<
     resolver: GraphQLFieldResolver<unknown, Types['Context'], object>,
     fieldConfig: PothosOutputFieldConfig<Types>,
   ): GraphQLFieldResolver<unknown, Types['Context'], object> {
+    // Whatever the kind of the field's type: a check set anywhere is never skipped.
     const type = this.buildCache.getTypeConfig(fieldConfig.parentType);
-    if (type.kind !== 'Object') return resolver;
     const check = (type.pothosOptions as PothosSchemaTypes.ObjectTypeOptions<Types, unknown>).readAuth;
     if (!check) return resolver;
     const typeName = type.name;
@@ -69,15 +69,16 @@ export class PothosReadAuthPlugin<Types extends SchemaTypes> extends BasePlugin<
         }
         seen.set(parent, verdict);
       }
+      // Only true allows: anything else a check answers (false, nothing) refuses.
       if (verdict === true) return resolver(parent, args, context, info);
-      if (verdict === false) throw refused(context, typeName);
       if (isThenable(verdict)) {
         return verdict.then((allowed) => {
-          if (!allowed) throw refused(context, typeName);
+          if (allowed !== true) throw refused(context, typeName);
           return resolver(parent, args, context, info);
         });
       }
-      throw verdict.thrown;
+      if (typeof verdict === 'object' && verdict !== null && 'thrown' in verdict) throw verdict.thrown;
+      throw refused(context, typeName);
     };
   }
 }

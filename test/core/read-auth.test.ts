@@ -38,6 +38,9 @@ RowRef.implement({
     ctx.asked.push(row.id);
     if (!ctx.principal) return false;
     if (row.id.startsWith('boom')) throw new GraphQLError(`check failed for ${row.id}`);
+    // A check written in plain JavaScript may answer neither true nor false.
+    if (row.id.startsWith('vague'))
+      return (row.id.endsWith('-promise') ? Promise.resolve('yes') : 1) as never;
     if (row.id.startsWith('later')) return Promise.resolve(!row.id.endsWith('-no'));
     return !row.id.endsWith('-no');
   },
@@ -136,6 +139,16 @@ describe.each(Object.entries(executors))('read checks, executed by %s', (_name, 
     const { data, errors } = await ask(null).result;
     expect(data).toEqual({ rows: [null] });
     expect(errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+  });
+
+  test('only true allows: a check answering anything else refuses, as a value or a promise', async () => {
+    rows = [row('vague-1'), row('vague-2-promise'), row('a')];
+    const { data, errors } = await ask().result;
+    expect(data).toEqual({
+      rows: [null, null, { id: 'a', name: 'name of a', upper: 'NAME OF A', child: null }],
+    });
+    expect(new Set(errors?.map((e) => e.extensions?.code))).toEqual(new Set(['FORBIDDEN']));
+    expect(new Set(errors?.map(objectOf))).toEqual(new Set(['rows.0', 'rows.1']));
   });
 
   test('an error thrown by the check is the answer for that object, once per request', async () => {
