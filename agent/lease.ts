@@ -27,6 +27,8 @@ export class LeaseKeeper {
   private wanted = false;
   /** A renewal waits in the chain: a tick while one waits adds none (see scheduleRenew). */
   private renewQueued = false;
+  /** When the last renewal went out (performance.now()). */
+  private lastSentAt = Number.NEGATIVE_INFINITY;
   // Serialises acquire/renew/release so a release never races an in-flight renewal.
   private chain: Promise<void> = Promise.resolve();
   private readonly log: Logger;
@@ -44,7 +46,14 @@ export class LeaseKeeper {
     if (this.wanted) return;
     this.wanted = true;
     this.scheduleRenew();
-    this.timer = setInterval(() => this.scheduleRenew(), this.options.renewIntervalMs);
+    this.timer = setInterval(() => {
+      // A renewal held up behind a slow one went out late; the tick right after it would renew
+      // again within moments, so it waits for the next. Renewals are then at least three quarters
+      // of an interval apart and at most one and three quarters: well inside the lease's lifetime
+      // (three intervals by default).
+      if (performance.now() - this.lastSentAt < (this.options.renewIntervalMs * 3) / 4) return;
+      this.scheduleRenew();
+    }, this.options.renewIntervalMs);
   }
 
   /** The turn ended: stop renewing and release the lease. */
@@ -79,6 +88,7 @@ export class LeaseKeeper {
     const generation = this.generation ?? undefined;
     const { sessionId } = this.options;
     if (generation === undefined) this.acquisition ??= randomUUID();
+    this.lastSentAt = performance.now();
     try {
       const lease = await this.options.api.renewLease(
         generation === undefined ? { sessionId, acquisition: this.acquisition! } : { sessionId, generation },

@@ -348,6 +348,53 @@ describe('execution lease keeper', () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
+
+  test('a renewal held up behind a slow one is not followed by another within moments', async () => {
+    // The first answer takes one and a half intervals: the tick meanwhile queues a renewal that goes
+    // out late, right after it, and the next tick comes soon after that one.
+    const interval = 400;
+    const arrivals: number[] = [];
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        arrivals.push(performance.now());
+        const answer = () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              data: {
+                renewLease: {
+                  __typename: 'RenewLeaseSuccess',
+                  lease: { generation: 1, expiresAt: 'later', releasedAt: null },
+                },
+              },
+            }),
+          );
+        };
+        if (arrivals.length === 1) setTimeout(answer, interval * 1.5);
+        else answer();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const logger = createLogger('silent');
+    const keeper = new LeaseKeeper({
+      api: apiClientOf(server, logger),
+      logger,
+      sessionId: 'session-1',
+      renewIntervalMs: interval,
+    });
+    try {
+      keeper.hold();
+      await waitFor(() => arrivals.length >= 4, 10_000, 'four renewals');
+      const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+      // The second renewal waited for the first answer; every renewal after it keeps its distance.
+      for (const gap of gaps.slice(1)) expect(gap).toBeGreaterThan(interval / 2);
+    } finally {
+      await keeper.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
 });
 
 describe('daemon configuration', () => {
