@@ -52,12 +52,8 @@ export class PothosReadAuthPlugin<Types extends SchemaTypes> extends BasePlugin<
     if (!check) return resolver;
     const typeName = type.name;
     const refused = this.builder.options.readAuth.refused;
-    let cacheFor = this.verdicts.get(typeName);
-    if (!cacheFor) {
-      cacheFor = createContextCache(() => new Map<unknown, Verdict>());
-      this.verdicts.set(typeName, cacheFor);
-    }
-    const verdicts = cacheFor;
+    const verdicts = this.verdicts.get(typeName) ?? createContextCache(() => new Map<unknown, Verdict>());
+    this.verdicts.set(typeName, verdicts);
     return (parent, args, context, info) => {
       const seen = verdicts(context);
       let verdict = seen.get(parent);
