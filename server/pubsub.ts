@@ -161,6 +161,17 @@ export function createPubSub(options: PubSubOptions): PubSub {
       await pubsub.broadcast({ topic, key, seq, payload } as Envelope);
       return seq;
     },
+    async publishSession(payload) {
+      const { seq, accountSeq } = await log.appendSession(payload);
+      await pubsub.broadcast({ topic: 'sessionUpdated', key: payload.sessionId, seq, payload });
+      await pubsub.broadcast({
+        topic: 'accountSessions',
+        key: payload.accountId,
+        seq: accountSeq,
+        payload: { ...payload, sessionSeq: seq },
+      });
+      return seq;
+    },
     async record(tx, topic, key, payload) {
       const seq = await log.append(topic, key, payload, tx);
       return { topic, key, seq, payload };

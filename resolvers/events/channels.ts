@@ -97,6 +97,12 @@ export interface StreamObserver {
 export interface PubSub {
   /** Logs and broadcasts an event; returns its seq (null when logging failed, e.g. no database). */
   publish<T extends Topic>(topic: T, key: string, payload: Channels[T]): Promise<number | null>;
+  /**
+   * Logs and broadcasts a session's sessionUpdated event and its accountSessions twin (whose
+   * `sessionSeq` is the first's seq) in one append; returns the session event's seq (null when
+   * logging failed).
+   */
+  publishSession(payload: Channels['sessionUpdated']): Promise<number | null>;
   /** Logs an event inside the caller's transaction; broadcast the result after the commit. */
   record<T extends StreamTopic>(
     tx: SqlClient,

@@ -11,6 +11,11 @@ export type { SqlClient };
 
 export interface EventLog {
   append<T extends StreamTopic>(topic: T, key: string, payload: Channels[T], tx?: SqlClient): Promise<number>;
+  /**
+   * A session's event and its twin on the account's list, appended together (and grouped with other
+   * appends): the twin's payload gets `sessionSeq`, the session event's seq. Returns both seqs.
+   */
+  appendSession(payload: Channels['sessionUpdated']): Promise<{ seq: number; accountSeq: number }>;
   /** Events with after < seq < before (before null: no upper bound), oldest first. */
   range(
     topic: StreamTopic,
@@ -49,9 +54,18 @@ SELECT "seq" FROM e`;
  * "ord" (arrival order), plus any columns of the caller's own; it may be preceded by the caller's
  * own CTEs (e.g. the INSERT the events describe), so the events commit with that write, in the same
  * statement. Returns "ord", "seq" and the `returning` columns of `input` per event.
+ *
+ * With `sessions`, `input` also has "link" (int, may be null): the "ord" of another event of the
+ * batch whose seq is stamped into this one's payload as "sessionSeq" (an accountSessions event and
+ * its sessionUpdated twin), and Session.seq follows each session's own stream.
  */
-export function appendManySql(ctes: string, returning: readonly string[] = []): string {
+export function appendManySql(
+  ctes: string,
+  returning: readonly string[] = [],
+  options: { sessions?: boolean } = {},
+): string {
   const extra = returning.map((column) => `, "${column}"`).join('');
+  const sessions = options.sessions === true;
   return `
 WITH ${ctes}, counts AS (
   SELECT "topic", "key", count(*)::int AS "n" FROM input GROUP BY "topic", "key"
@@ -61,20 +75,38 @@ WITH ${ctes}, counts AS (
   ON CONFLICT ("topic", "key") DO UPDATE SET "seq" = "RealtimeCursor"."seq" + EXCLUDED."seq"
   RETURNING "topic", "key", "seq"
 ), numbered AS (
-  SELECT i."topic", i."key", i."payload", i."ord"${returning.map((column) => `, i."${column}"`).join('')},
+  SELECT i."topic", i."key", i."payload", i."ord"${sessions ? ', i."link"' : ''}${returning.map((column) => `, i."${column}"`).join('')},
     (c."seq" - counts."n" + row_number() OVER (PARTITION BY i."topic", i."key" ORDER BY i."ord"))::int AS "seq"
   FROM input i JOIN c USING ("topic", "key") JOIN counts USING ("topic", "key")
-), e AS (
+)${
+    sessions
+      ? `, stamped AS (
+  SELECT n."topic", n."key", n."seq", CASE WHEN n."link" IS NULL THEN n."payload"
+    ELSE n."payload" || jsonb_build_object('sessionSeq', l."seq") END AS "payload"
+  FROM numbered n LEFT JOIN numbered l ON l."ord" = n."link"
+), s AS (
+  UPDATE "Session" SET "seq" = c."seq" FROM c
+  WHERE c."topic" = 'sessionUpdated'
+    AND "Session"."id" = CASE WHEN c."topic" = 'sessionUpdated' THEN c."key"::uuid END
+  RETURNING 1
+)`
+      : ''
+  }, e AS (
   INSERT INTO "RealtimeEvent" ("topic", "key", "seq", "payload")
-  SELECT "topic", "key", "seq", "payload" FROM numbered
+  SELECT "topic", "key", "seq", "payload" FROM ${sessions ? 'stamped' : 'numbered'}
   RETURNING 1
 )
 SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`;
 }
 
-const APPEND_MANY = appendManySql(`input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS t("topic", "key", "payload", "ord")
-)`);
+const APPEND_MANY = appendManySql(
+  `input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[])
+    WITH ORDINALITY AS t("topic", "key", "payload", "link", "ord")
+)`,
+  [],
+  { sessions: true },
+);
 
 const RANGE = `SELECT "seq", "payload" FROM "RealtimeEvent"
 WHERE "topic" = $1 AND "key" = $2 AND "seq" > $3 AND ($4::int IS NULL OR "seq" < $4::int)
@@ -89,25 +121,39 @@ interface Pending {
   topic: string;
   key: string;
   payload: string;
+  /** This event's payload gets the seq of the event queued just before it (see appendManySql). */
+  stampsPrevious: boolean;
   resolve: (seq: number) => void;
   reject: (error: unknown) => void;
 }
 
+/** Events per grouped statement; a session's pair may take it one over. */
+const MAX_GROUP = 500;
+
 export function createEventLog(database: Database): EventLog {
   const raw = database.raw;
   // Group commit: appends that arrive while a batch is being written go out together in the next
-  // statement, so a burst costs one round trip and one WAL flush instead of one per event.
-  let queue: Pending[] = [];
+  // statement, so a burst costs one round trip and one WAL flush instead of one per event. Events
+  // queued together (a session's pair) stay in one statement.
+  let queue: Pending[][] = [];
   let writing = false;
   async function flush(): Promise<void> {
     if (writing || queue.length === 0) return;
     writing = true;
-    const batch = queue.slice(0, 500);
-    queue = queue.slice(batch.length);
+    const batch: Pending[] = [];
+    let units = 0;
+    while (units < queue.length && batch.length < MAX_GROUP) batch.push(...queue[units++]!);
+    queue = queue.slice(units);
     try {
       const rows = await raw.query<{ ord: number; seq: number }>(
         APPEND_MANY,
-        [batch.map((p) => p.topic), batch.map((p) => p.key), batch.map((p) => p.payload)],
+        [
+          batch.map((p) => p.topic),
+          batch.map((p) => p.key),
+          batch.map((p) => p.payload),
+          // ords are 1-based: the event before the i-th (0-based) has ord i.
+          batch.map((p, i) => (p.stampsPrevious ? i : null)),
+        ],
         { prepared: 'event-log-append-many' },
       );
       const seqs = new Map(rows.map((r) => [Number(r.ord), Number(r.seq)]));
@@ -122,6 +168,17 @@ export function createEventLog(database: Database): EventLog {
       writing = false;
       void flush();
     }
+  }
+
+  /** Queues events to be appended in one statement, in this order; resolves to their seqs. */
+  function enqueue(events: ReadonlyArray<Omit<Pending, 'resolve' | 'reject'>>): Promise<number[]> {
+    const unit: Pending[] = [];
+    const seqs = events.map(
+      (event) => new Promise<number>((resolve, reject) => unit.push({ ...event, resolve, reject })),
+    );
+    queue.push(unit);
+    void flush();
+    return Promise.all(seqs);
   }
 
   // Reads of the current seq batch the same way: every subscription without `after` reads its
@@ -142,19 +199,29 @@ export function createEventLog(database: Database): EventLog {
 
   return {
     async append(topic, key, payload, tx) {
-      const params = [topic, key, JSON.stringify(payload)];
-      if (!tx && topic !== 'sessionUpdated') {
-        return new Promise<number>((resolve, reject) => {
-          queue.push({ topic, key, payload: params[2]!, resolve, reject });
-          void flush();
-        });
+      if (!tx) {
+        const [seq] = await enqueue([
+          { topic, key, payload: JSON.stringify(payload), stampsPrevious: false },
+        ]);
+        return seq!;
       }
-      const rows = tx
-        ? await tx.$queryRawUnsafe<Array<{ seq: number }>>(APPEND(topic), ...params)
-        : await raw.query<{ seq: number }>(APPEND(topic), params);
+      const rows = await tx.$queryRawUnsafe<Array<{ seq: number }>>(
+        APPEND(topic),
+        topic,
+        key,
+        JSON.stringify(payload),
+      );
       const seq = rows[0]?.seq;
       if (typeof seq !== 'number') throw new Error(`event log append returned no seq for ${topic}`);
       return seq;
+    },
+    async appendSession(payload) {
+      const text = JSON.stringify(payload);
+      const [seq, accountSeq] = await enqueue([
+        { topic: 'sessionUpdated', key: payload.sessionId, payload: text, stampsPrevious: false },
+        { topic: 'accountSessions', key: payload.accountId, payload: text, stampsPrevious: true },
+      ]);
+      return { seq: seq!, accountSeq: accountSeq! };
     },
     async range(topic, key, after, before, limit) {
       const rows = await raw.query<{ seq: number; payload: unknown }>(

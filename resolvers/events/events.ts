@@ -50,12 +50,12 @@ export function createEvents(pubsub: PubSub, logger: Logger) {
             }
           : {}),
       };
-      const seq = await send('sessionUpdated', session.id, payload);
-      if (seq !== null) session.seq = seq;
-      await send('accountSessions', session.accountId, {
-        ...payload,
-        ...(seq !== null ? { sessionSeq: seq } : {}),
+      // The account's list hears of it in the same append, stamped with the session's seq.
+      const seq = await pubsub.publishSession(payload).catch((error: unknown) => {
+        log.warn({ err: error, topic: 'sessionUpdated', key: session.id }, 'publish failed');
+        return null;
       });
+      if (seq !== null) session.seq = seq;
       return seq;
     },
     async sandbox(sandbox: { id: string; sessionId: string; status: string }, accountId: string) {

@@ -75,6 +75,43 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(tokens[0]?.revokedAt).not.toBeNull();
     });
 
+    test("each change of a session reaches the account's list once, stamped with the session event's seq", async () => {
+      const res = await t.request(CreateSessionDocument, { input: { projectId } });
+      if (res.data?.createSession.__typename !== 'CreateSessionSuccess') throw new Error(JSON.stringify(res));
+      const { id, sessionId } = res.data.createSession.session;
+      await waitFor(
+        async () => (await t.request(SessionDocument, { id: sessionId })).data?.session?.status === 'RUNNING',
+      );
+      await t.request(StopSessionDocument, { input: { sessionId: id } });
+      type Row = { topic: string; seq: number; payload: Record<string, unknown> | string };
+      const rows = await t.app.services.database.raw.query<Row>(
+        `SELECT "topic", "seq", "payload" FROM "RealtimeEvent"
+         WHERE ("topic" = 'sessionUpdated' AND "key" = $1) OR ("topic" = 'accountSessions' AND "payload"->>'sessionId' = $1)
+         ORDER BY "topic", "seq"`,
+        [sessionId],
+      );
+      const parsed = rows.map((r) => ({
+        ...r,
+        payload: (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload) as Record<
+          string,
+          unknown
+        >,
+      }));
+      const own = parsed.filter((r) => r.topic === 'sessionUpdated');
+      const listed = parsed.filter((r) => r.topic === 'accountSessions');
+      expect(own.map((r) => r.payload.status)).toEqual(
+        expect.arrayContaining(['PROVISIONING', 'RUNNING', 'STOPPED']),
+      );
+      // One account event per session event, in the same order, carrying the same snapshot and the
+      // session event's seq.
+      expect(listed.map((r) => r.payload.sessionSeq)).toEqual(own.map((r) => r.seq));
+      expect(listed.map(({ payload: { sessionSeq: _, ...rest } }) => rest)).toEqual(
+        own.map((r) => r.payload),
+      );
+      const stored = await t.app.services.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      expect(stored.seq).toBe(own.at(-1)?.seq);
+    });
+
     test('session(id:) accepts the raw UUID and the global id alike', async () => {
       const res = await t.request(CreateSessionDocument, { input: { projectId } });
       if (res.data?.createSession.__typename !== 'CreateSessionSuccess') throw new Error(JSON.stringify(res));
