@@ -194,6 +194,7 @@ export function createServices(options: ServicesOptions): Services {
     apiUrl: options.apiUrl,
     snapshots,
     onRunning: (id) => sessions.markRunning(id),
+    onPhase: (id, phase) => sessions.setPhase(id, phase),
     onFailed: (id, reason) => sessions.fail(id, reason),
     onProviderEnded: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,

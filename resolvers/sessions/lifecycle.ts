@@ -2,7 +2,13 @@
 // provisioning hand-off and stopping. Only PROVISIONING, RUNNING, STOPPED and FAILED are written.
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
-import type { Prisma, Session, SessionStatus, StopReason } from '../../prisma/generated/client/client';
+import type {
+  Prisma,
+  ProvisioningPhase,
+  Session,
+  SessionStatus,
+  StopReason,
+} from '../../prisma/generated/client/client';
 import type { Db, RawSql } from '../platform';
 import type { Logger } from '../platform';
 import { type Settled, createKeyedBatcher } from '../batch';
@@ -110,11 +116,56 @@ export async function resolveProjectRef(
   }
 }
 
+/**
+ * Moves a session still PROVISIONING on, to another phase or to RUNNING, and returns what its event
+ * carries (the sandbox's status and runtime state included) in the same statement; no row when it
+ * was not PROVISIONING. $2 status (null: unchanged), $3 startedAt (null: unchanged), $4 phase, $5 now.
+ */
+const ADVANCE_PROVISIONING = `UPDATE "Session" s SET
+  "status" = COALESCE($2::text::"SessionStatus", s."status"),
+  "startedAt" = COALESCE($3::timestamp(3), s."startedAt"),
+  "provisioningPhase" = $4::text::"ProvisioningPhase",
+  "updatedAt" = $5::timestamp(3)
+WHERE s."id" = $1::uuid AND s."status" = 'PROVISIONING'
+RETURNING s."id"::text AS "id", s."accountId"::text AS "accountId", s."status"::text AS "status",
+  s."provisioningPhase"::text AS "provisioningPhase", s."stopReason"::text AS "stopReason",
+  (SELECT jsonb_build_object('status', b."status", 'runtimeState', b."runtimeState")
+     FROM "Sandbox" b WHERE b."sessionId" = s."id") AS "sandbox"`;
+
+type AdvancedSession = {
+  id: string;
+  accountId: string;
+  status: string;
+  provisioningPhase: string | null;
+  stopReason: string | null;
+  sandbox: { status: string; runtimeState: string | null } | null;
+};
+
 type AccountLimitRow = {
   tier: 'FREE' | 'PRO' | 'TEAM' | 'ENTERPRISE';
   concurrentSessionLimit: number | null;
   live: number;
 };
+
+/** The account's row with the project, if it is the account's; the template's id if it exists. */
+type CreateContextRow = AccountLimitRow & {
+  projectAccountId: string | null;
+  repositoryUrl: string;
+  defaultBranch: string;
+  gitCredentialEnc: string | null;
+  templateId: string | null;
+};
+
+/** $1 account, $2 project, $3 template slug (null: the project's default), $4 the live statuses. */
+const READ_FOR_CREATE = `SELECT a."tier"::text AS "tier", a."concurrentSessionLimit",
+  (SELECT count(*) FROM "Session" s
+     WHERE s."accountId" = a."id" AND s."status" = ANY($4::text[]::"SessionStatus"[]))::int AS "live",
+  p."accountId"::text AS "projectAccountId", p."repositoryUrl", p."defaultBranch", p."gitCredentialEnc",
+  (SELECT t."id"::text FROM "Template" t
+     WHERE t."projectId" = p."id" AND (CASE WHEN $3::text IS NULL THEN t."isDefault" ELSE t."slug" = $3::text END)
+     ORDER BY t."id" LIMIT 1) AS "templateId"
+FROM "Account" a LEFT JOIN "Project" p ON p."id" = $2::uuid AND p."accountId" = a."id"
+WHERE a."id" = $1::uuid`;
 
 export function createSessionLifecycle(options: SessionLifecycleOptions) {
   const { db, git, events } = options;
@@ -187,18 +238,46 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
   );
 
   /**
-   * The account's limit and live sessions, read to refuse a create when the account is already
-   * full before any git work: a cheap unlocked count that can only over-count (a concurrent stop),
-   * never admit, so a burst's refusals never wait behind git or the admissions ahead of them. The
-   * locked check above decides.
+   * What a create needs before any git work, in one statement: the project (only if it is the
+   * account's), the template it names (the project's default without a slug), and the account's
+   * limit with its live sessions, read to refuse a create when the account is already full: a cheap
+   * unlocked count that can only over-count (a concurrent stop), never admit, so a burst's refusals
+   * never wait behind git or the admissions ahead of them. The locked check above decides.
    */
-  async function readLimit(accountId: string): Promise<AccountLimitRow | undefined> {
-    const [cheap] = await db.$queryRaw<AccountLimitRow[]>`
-      SELECT a."tier", a."concurrentSessionLimit",
-        (SELECT count(*) FROM "Session" s WHERE s."accountId" = a."id"
-           AND s."status" IN ('PROVISIONING', 'RUNNING'))::int AS "live"
-      FROM "Account" a WHERE a."id" = ${accountId}::uuid`;
-    return cheap;
+  async function readForCreate(
+    accountId: string,
+    projectId: string,
+    slug: string | null,
+  ): Promise<CreateContextRow | undefined> {
+    const [row] = await options.sql.query<CreateContextRow>(
+      READ_FOR_CREATE,
+      [accountId, projectId, slug, [...LIVE_SESSION_STATUSES]],
+      { prepared: 'session-read-for-create' },
+    );
+    return row;
+  }
+
+  /** One statement writes the change and reads what its event carries; then the event. */
+  async function advanceProvisioning(
+    sessionId: string,
+    change: { running: boolean; phase: ProvisioningPhase | null },
+  ): Promise<boolean> {
+    const at = new Date(now()).toISOString();
+    const [session] = await options.sql.query<AdvancedSession>(
+      ADVANCE_PROVISIONING,
+      [
+        sessionId,
+        change.running ? 'RUNNING' : null,
+        change.running ? at : null,
+        change.phase,
+        new Date().toISOString(),
+      ],
+      { prepared: 'session-advance-provisioning' },
+    );
+    if (!session) return false;
+    if (typeof session.sandbox === 'string') session.sandbox = JSON.parse(session.sandbox);
+    await events.session(session);
+    return true;
   }
 
   async function loadSessionFor(principal: Principal, id: string): Promise<Session> {
@@ -250,28 +329,21 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       const slug = input.templateSlug
         ? requireNoNul(input.templateSlug, ['input', 'templateSlug']).slice(0, 200)
         : null;
-      // Three independent reads in one round trip's time; their verdicts in the order a caller
-      // fixes them: the project, then the template, then the limit.
-      const [project, template, cheap] = await Promise.all([
-        db.project.findUnique({ where: { id: projectId } }),
-        slug
-          ? db.template.findUnique({ where: { projectId_slug: { projectId, slug } } })
-          : db.template.findFirst({ where: { projectId, isDefault: true } }),
-        readLimit(principal.accountId),
-      ]);
-      if (!project || project.accountId !== principal.accountId) {
+      // Verdicts in the order a caller fixes them: the project, then the template, then the limit.
+      const context = await readForCreate(principal.accountId, projectId, slug);
+      const project = context?.projectAccountId ? context : null;
+      if (!project) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
       const baseRef = givenRef ?? project.defaultBranch;
-      if (slug && !template) {
+      if (slug && !project.templateId) {
         throw new NotFoundError(
           `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
           ['input', 'templateSlug'],
         );
       }
-      if (!cheap) throw new NotFoundError('Account not found.');
-      const limit = sessionLimit(cheap);
-      if (cheap.live >= limit) throw refusal(limit, cheap.live);
+      const limit = sessionLimit(project);
+      if (project.live >= limit) throw refusal(limit, project.live);
 
       const repo = repoRef(project, options.encryptionKey);
       const baseCommit = await resolveProjectRef(git, repo, baseRef, { maxAgeMs: options.refCacheMs ?? 0 });
@@ -289,7 +361,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         accountId: principal.accountId,
         projectId,
         userId: principal.kind === 'USER' ? principal.userId : null,
-        templateId: template?.id ?? null,
+        templateId: project.templateId,
         agent,
         status: 'PROVISIONING',
         branchName: sessionId,
@@ -385,16 +457,16 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     },
 
     /** PROVISIONING → RUNNING, its provisioning phase cleared; false when the session was not PROVISIONING. */
-    async markRunning(sessionId: string): Promise<boolean> {
-      const { count } = await db.session.updateMany({
-        where: { id: sessionId, status: 'PROVISIONING' },
-        data: { status: 'RUNNING', startedAt: new Date(now()), provisioningPhase: null },
-      });
-      if (count > 0)
-        await events.session(
-          await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
-        );
-      return count > 0;
+    markRunning(sessionId: string): Promise<boolean> {
+      return advanceProvisioning(sessionId, { running: true, phase: null });
+    },
+
+    /**
+     * Shows what a PROVISIONING session waits for (published like any other session change).
+     * Returns false when the session is no longer PROVISIONING (a stop won): nothing was changed.
+     */
+    setPhase(sessionId: string, phase: ProvisioningPhase | null): Promise<boolean> {
+      return advanceProvisioning(sessionId, { running: false, phase });
     },
   };
 }

@@ -42,6 +42,8 @@ export interface ProvisionerOptions {
   snapshots: SnapshotService;
   /** Moves a session still PROVISIONING to RUNNING; false when it was not (a stop won). */
   onRunning: (sessionId: string) => Promise<boolean>;
+  /** Sets a PROVISIONING session's phase (what it waits for); false when it was not PROVISIONING. */
+  onPhase: (sessionId: string, phase: ProvisioningPhase | null) => Promise<boolean>;
   onFailed: (sessionId: string, reason: string) => Promise<unknown>;
   /**
    * The provider no longer runs a live session's sandbox: it is gone, or it was stopped or paused
@@ -79,22 +81,6 @@ export function createProvisioner(options: ProvisionerOptions) {
     const sandbox = await db.sandbox.update({ where: { id: sandboxId }, data });
     await events.sandbox(sandbox, sandbox.accountId);
     return sandbox;
-  }
-
-  /**
-   * Shows what a PROVISIONING session waits for (published like any other session change).
-   * Returns false when the session is no longer PROVISIONING (a stop won): nothing was changed.
-   */
-  async function setPhase(sessionId: string, phase: ProvisioningPhase | null): Promise<boolean> {
-    const { count } = await db.session.updateMany({
-      where: { id: sessionId, status: 'PROVISIONING' },
-      data: { provisioningPhase: phase },
-    });
-    if (count > 0)
-      await events.session(
-        await db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { sandbox: true } }),
-      );
-    return count > 0;
   }
 
   /** Opens a running interval (cost meters per second from here). */
@@ -233,7 +219,7 @@ export function createProvisioner(options: ProvisionerOptions) {
         template: session.template,
         spec,
         onPreparing: async () => {
-          await setPhase(sessionId, 'PREPARING_IMAGE');
+          await options.onPhase(sessionId, 'PREPARING_IMAGE');
         },
       });
       const snapshot = resolved && 'snapshot' in resolved ? resolved : null;
@@ -253,7 +239,7 @@ export function createProvisioner(options: ProvisionerOptions) {
       }
       // A stop during the image build already tore the (empty) sandbox down: the phase is set only
       // on a session still PROVISIONING.
-      if (!(await setPhase(sessionId, 'CREATING_SANDBOX'))) return;
+      if (!(await options.onPhase(sessionId, 'CREATING_SANDBOX'))) return;
 
       const token = await tokens.mintSandboxToken({
         accountId: session.accountId,
@@ -325,7 +311,9 @@ export function createProvisioner(options: ProvisionerOptions) {
       if (started) await markStarted({ ...sandbox, ...spec }, at);
       // Both change only a session still PROVISIONING. A stop that raced provisioning wins: tear
       // down what was just created.
-      const live = started ? await options.onRunning(sessionId) : await setPhase(sessionId, 'STARTING');
+      const live = started
+        ? await options.onRunning(sessionId)
+        : await options.onPhase(sessionId, 'STARTING');
       if (!live) {
         const current = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
         await teardown(sessionId, current.stopReason ?? 'USER');
