@@ -5,7 +5,9 @@
 // monitor pass. On the embedded default the queue runs on the same PGlite instance
 // (pg-boss's own adapter), so a restart resumes what the previous run left. See
 // docs/background-jobs.md for why pg-boss and not graphile-worker.
+import { randomUUID } from 'node:crypto';
 import { type Job, PgBoss, fromPglite } from 'pg-boss';
+import { createKeyedBatcher } from '../batch';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Database, Logger } from '../platform';
 
@@ -118,6 +120,19 @@ export function createJobQueue(options: JobQueueOptions) {
     // Image builds can take a while; the heartbeat, not this, detects a dead worker.
     expireInSeconds: 3_600,
   };
+  /**
+   * Sends that arrive while one is being written go out together, in one insert (a burst of
+   * session creates). Each job gets its id here, so each caller learns whether its own job was
+   * queued or refused by its queue's policy (null), as with a send of its own.
+   */
+  const sendBatched = createKeyedBatcher<{ data: object; key: string }, string | null>(
+    async (name, calls) => {
+      const jobs = calls.map((call) => ({ id: randomUUID(), data: call.data, singletonKey: call.key }));
+      const queued = new Set(await boss.insert(name, jobs, { returnId: true }));
+      return jobs.map((job) => ({ ok: true, value: queued.has(job.id) ? job.id : null }));
+    },
+    { maxBatch: 100 },
+  );
   let started = false;
   /** This process's workers, by queue, and whether each is running a job. */
   const workers = new Map<JobName, Array<{ id: string; busy: boolean }>>();
@@ -149,7 +164,7 @@ export function createJobQueue(options: JobQueueOptions) {
      * idle, take an earlier job and leave this one to the poll.
      */
     async send(name: JobName, data: object, key: string): Promise<string | null> {
-      const id = await boss.send(name, data, { singletonKey: key });
+      const id = await sendBatched(name, { data, key });
       if (id) for (const worker of workers.get(name) ?? []) if (!worker.busy) boss.notifyWorker(worker.id);
       return id;
     },
