@@ -1,5 +1,6 @@
 // Database access: one Prisma client over either real PostgreSQL (@prisma/adapter-pg) or the
 // embedded PGlite (R-RUN-1), plus a raw SQL handle for migrations and advisory locks.
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -154,6 +155,28 @@ export function pgliteRawSql(lite: PGlite): RawSql {
   };
 }
 
+/** Distinct statement texts Prisma's statements are prepared for; later ones run unnamed. */
+const MAX_PREPARED_STATEMENTS = 500;
+
+/**
+ * Names Prisma's statements (PrismaPg's statementNameGenerator), so PostgreSQL parses and plans each
+ * text once per connection instead of on every call, and the text is not sent again. A name is a
+ * hash of its text. Lists of varying length make new texts, so only the first
+ * MAX_PREPARED_STATEMENTS distinct texts get one: that bounds what each connection keeps prepared.
+ */
+export function statementNames(max = MAX_PREPARED_STATEMENTS): (query: { sql: string }) => string {
+  const names = new Map<string, string>();
+  return ({ sql }) => {
+    let name = names.get(sql);
+    if (name === undefined && names.size < max) {
+      name = `prisma-${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
+      names.set(sql, name);
+    }
+    // pg runs a query without a name as an unnamed statement (parsed and planned each time).
+    return name as string;
+  };
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const stats: Database['stats'] = { statements: 0, jobStatements: 0, log: null };
   if (options.url) {
@@ -173,7 +196,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});
     jobPool.on('error', () => {});
-    const prisma = new PrismaClient({ adapter: counting(new PrismaPg(pool), stats) });
+    const prisma = new PrismaClient({
+      adapter: counting(new PrismaPg(pool, { statementNameGenerator: statementNames() }), stats),
+    });
     const uncounted: RawSql = {
       async exec(sql) {
         await pool.query(sql);

@@ -2,7 +2,7 @@
 // and then executed by name, with each call's own parameters.
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type Database, openDatabase } from '../../server/db';
+import { type Database, openDatabase, statementNames } from '../../server/db';
 import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
 import { waitFor } from '../support/wait';
 
@@ -37,6 +37,30 @@ describe('raw SQL on PostgreSQL', () => {
     expect(
       (await db.raw.query<{ name: string }>('SELECT "name" FROM pg_prepared_statements')).map((r) => r.name),
     ).toEqual(['probe-double']);
+  });
+
+  test("Prisma's statements are prepared once per connection, named by their text", async () => {
+    const doubled = (n: number) =>
+      db.prisma.$queryRaw<Array<{ doubled: number }>>`SELECT ${n}::int * 2 AS "doubled"`;
+    expect(await doubled(21)).toEqual([{ doubled: 42 }]);
+    expect(await doubled(5)).toEqual([{ doubled: 10 }]);
+    const kept = await db.raw.query<{ name: string; statement: string }>(
+      `SELECT "name", "statement" FROM pg_prepared_statements WHERE "name" LIKE 'prisma-%'`,
+    );
+    expect(kept).toEqual([
+      { name: expect.stringMatching(/^prisma-[\w-]{24}$/), statement: 'SELECT $1::int * 2 AS "doubled"' },
+    ]);
+  });
+
+  test('only the first texts up to the bound get a name; the same text always gets the same one', () => {
+    const name = statementNames(2);
+    const a = name({ sql: 'SELECT 1' });
+    const b = name({ sql: 'SELECT 2' });
+    expect(a).toMatch(/^prisma-/);
+    expect(b).toMatch(/^prisma-/);
+    expect(b).not.toBe(a);
+    expect(name({ sql: 'SELECT 3' })).toBeUndefined();
+    expect(name({ sql: 'SELECT 1' })).toBe(a);
   });
 
   test('a connection the server ends while it is checked out fails its statement, not the process, and the pool goes on', async () => {
