@@ -22,7 +22,11 @@ export interface RawSql {
     params?: unknown[],
     options?: { prepared?: string },
   ): Promise<T[]>;
-  /** As `query`, each row an array of its column values in select order (nothing keyed by name). */
+  /**
+   * As `query`, each row an array of its column values in select order (nothing keyed by name). For
+   * generated texts (resolvers/find-many-sql.ts): on PostgreSQL each distinct text is prepared once
+   * per connection, up to a bound.
+   */
   queryArrays(sql: string, params?: unknown[]): Promise<unknown[][]>;
   /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
   withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;

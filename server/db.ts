@@ -159,17 +159,21 @@ export function pgliteRawSql(lite: PGlite): RawSql {
 const MAX_PREPARED_STATEMENTS = 500;
 
 /**
- * Names Prisma's statements (PrismaPg's statementNameGenerator), so PostgreSQL parses and plans each
- * text once per connection instead of on every call, and the text is not sent again. A name is a
- * hash of its text. Lists of varying length make new texts, so only the first
- * MAX_PREPARED_STATEMENTS distinct texts get one: that bounds what each connection keeps prepared.
+ * Names generated statements (Prisma's, through PrismaPg's statementNameGenerator, and the compiled
+ * list reads of resolvers/find-many-sql.ts), so PostgreSQL parses and plans each text once per
+ * connection instead of on every call, and the text is not sent again. A name is `prefix` and a
+ * hash of its text. Lists of varying length make new texts, so only the first `max` distinct texts
+ * get one: that bounds what each connection keeps prepared.
  */
-export function statementNames(max = MAX_PREPARED_STATEMENTS): (query: { sql: string }) => string {
+export function statementNames(
+  prefix: string,
+  max = MAX_PREPARED_STATEMENTS,
+): (query: { sql: string }) => string {
   const names = new Map<string, string>();
   return ({ sql }) => {
     let name = names.get(sql);
     if (name === undefined && names.size < max) {
-      name = `prisma-${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
+      name = `${prefix}-${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
       names.set(sql, name);
     }
     // pg runs a query without a name as an unnamed statement (parsed and planned each time).
@@ -196,8 +200,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});
     jobPool.on('error', () => {});
+    const rowsName = statementNames('rows');
     const prisma = new PrismaClient({
-      adapter: counting(new PrismaPg(pool, { statementNameGenerator: statementNames() }), stats),
+      adapter: counting(new PrismaPg(pool, { statementNameGenerator: statementNames('prisma') }), stats),
     });
     const uncounted: RawSql = {
       async exec(sql) {
@@ -210,7 +215,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       async queryArrays(sql, params) {
         const values = params as unknown[] | undefined;
-        return (await pool.query({ text: sql, values, rowMode: 'array' })).rows;
+        return (await pool.query({ name: rowsName({ sql }), text: sql, values, rowMode: 'array' })).rows;
       },
       async withLock(key, fn) {
         const client = await pool.connect();

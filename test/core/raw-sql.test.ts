@@ -52,8 +52,18 @@ describe('raw SQL on PostgreSQL', () => {
     ]);
   });
 
+  test('generated list reads (rows as arrays) are prepared once per connection, named by their text', async () => {
+    const text = 'SELECT $1::int + 1 AS "next", $2::text AS "label"';
+    expect(await db.raw.queryArrays(text, [1, 'a'])).toEqual([[2, 'a']]);
+    expect(await db.raw.queryArrays(text, [41, 'b'])).toEqual([[42, 'b']]);
+    const kept = await db.raw.query<{ name: string; statement: string }>(
+      `SELECT "name", "statement" FROM pg_prepared_statements WHERE "name" LIKE 'rows-%'`,
+    );
+    expect(kept).toEqual([{ name: expect.stringMatching(/^rows-[\w-]{24}$/), statement: text }]);
+  });
+
   test('only the first texts up to the bound get a name; the same text always gets the same one', () => {
-    const name = statementNames(2);
+    const name = statementNames('prisma', 2);
     const a = name({ sql: 'SELECT 1' });
     const b = name({ sql: 'SELECT 2' });
     expect(a).toMatch(/^prisma-/);
