@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { parseAgentEnv } from '../../agent/env';
 import { TurnTracker, turnUpdateFrom } from '../../agent/events';
 import { createLogger } from '../../agent/logger';
-import { ApiClient } from '../../agent/api-client';
+import { ApiClient, type ApiClientOptions } from '../../agent/api-client';
 import { LeaseKeeper } from '../../agent/lease';
 import { Supervisor } from '../../agent/supervisor';
 import { Telemetry, createSystemReaders, parseCgroupLimit } from '../../agent/telemetry';
@@ -19,13 +19,15 @@ import { signUserContext, UserContextVerifier, verifyUserContext } from '../../c
 
 const GiB = 1024 ** 3;
 
-/** The daemon's API client pointed at a listening test server. */
-function apiClientOf(server: Server, logger: ReturnType<typeof createLogger>): ApiClient {
-  return new ApiClient({
-    apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    token: 't',
-    logger,
-  });
+/** Starts a test server on a free port; the daemon's API client pointed at it, with a silent logger. */
+async function listenWithClient(
+  server: Server,
+  options: Partial<ApiClientOptions> = {},
+): Promise<{ api: ApiClient; logger: ReturnType<typeof createLogger> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const logger = createLogger('silent');
+  const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { logger, api: new ApiClient({ apiUrl, token: 't', logger, ...options }) };
 }
 
 describe('user context', () => {
@@ -208,7 +210,7 @@ describe('telemetry reports', () => {
       mostOpen = Math.max(mostOpen, open);
       held.push({ reason, res });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { api, logger } = await listenWithClient(server);
     const answer = () => {
       const next = held.shift()!;
       open -= 1;
@@ -220,9 +222,8 @@ describe('telemetry reports', () => {
       );
       return next.reason;
     };
-    const logger = createLogger('silent');
     const telemetry = new Telemetry({
-      api: apiClientOf(server, logger),
+      api,
       logger,
       readers: createSystemReaders(),
       workspace: tmpdir(),
@@ -299,16 +300,12 @@ describe('execution lease keeper', () => {
         }),
       );
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const logger = createLogger('silent');
+    const { api, logger } = await listenWithClient(server, {
+      backoff: { initialMs: 20, maxMs: 20 },
+      maxAttempts: 2,
+    });
     const keeper = new LeaseKeeper({
-      api: new ApiClient({
-        apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        token: 't',
-        logger,
-        backoff: { initialMs: 20, maxMs: 20 },
-        maxAttempts: 2,
-      }),
+      api,
       logger,
       sessionId: 'session-1',
       renewIntervalMs: 200,
@@ -375,10 +372,9 @@ describe('execution lease keeper', () => {
         else answer();
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const logger = createLogger('silent');
+    const { api, logger } = await listenWithClient(server);
     const keeper = new LeaseKeeper({
-      api: apiClientOf(server, logger),
+      api,
       logger,
       sessionId: 'session-1',
       renewIntervalMs: interval,
@@ -710,10 +706,9 @@ describe('supervisor boot', () => {
         held = res;
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const logger = createLogger('silent');
+    const { api, logger } = await listenWithClient(server);
     const supervisor = new Supervisor({
-      api: apiClientOf(server, logger),
+      api,
       logger,
       sessionId: 'session-1',
       bin: '/nonexistent/opencode',
