@@ -155,7 +155,7 @@ export function pgliteRawSql(lite: PGlite): RawSql {
   };
 }
 
-/** Distinct statement texts Prisma's statements are prepared for; later ones run unnamed. */
+/** Distinct texts of one kind (see statementNames) that get a name; later ones run unnamed. */
 const MAX_PREPARED_STATEMENTS = 500;
 
 /**
@@ -168,7 +168,7 @@ const MAX_PREPARED_STATEMENTS = 500;
 export function statementNames(
   prefix: string,
   max = MAX_PREPARED_STATEMENTS,
-): (query: { sql: string }) => string {
+): (query: { sql: string }) => string | undefined {
   const names = new Map<string, string>();
   return ({ sql }) => {
     let name = names.get(sql);
@@ -176,8 +176,7 @@ export function statementNames(
       name = `${prefix}-${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
       names.set(sql, name);
     }
-    // pg runs a query without a name as an unnamed statement (parsed and planned each time).
-    return name as string;
+    return name;
   };
 }
 
@@ -201,8 +200,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on('error', () => {});
     jobPool.on('error', () => {});
     const rowsName = statementNames('rows');
+    // PrismaPg's type asks for a name; pg runs a query without one as an unnamed statement
+    // (parsed and planned each time), which is what a text past the bound gets.
+    const prismaName = statementNames('prisma') as (query: { sql: string }) => string;
     const prisma = new PrismaClient({
-      adapter: counting(new PrismaPg(pool, { statementNameGenerator: statementNames('prisma') }), stats),
+      adapter: counting(new PrismaPg(pool, { statementNameGenerator: prismaName }), stats),
     });
     const uncounted: RawSql = {
       async exec(sql) {

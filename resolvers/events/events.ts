@@ -14,11 +14,14 @@ export type Emit = <T extends StreamTopic>(topic: T, key: string, payload: Chann
 
 export function createEvents(pubsub: PubSub, logger: Logger) {
   const log = logger.child({ module: 'events' });
-  const send = <T extends Topic>(topic: T, key: string, payload: Channels[T]): Promise<number | null> =>
-    pubsub.publish(topic, key, payload).catch((error: unknown) => {
+  /** Publishing failures are logged, never thrown into the write path: the answer is then null. */
+  const logged = (publishing: Promise<number | null>, topic: Topic, key: string): Promise<number | null> =>
+    publishing.catch((error: unknown) => {
       log.warn({ err: error, topic, key }, 'publish failed');
       return null;
     });
+  const send = <T extends Topic>(topic: T, key: string, payload: Channels[T]): Promise<number | null> =>
+    logged(pubsub.publish(topic, key, payload), topic, key);
   // revokeToken publishes explicitly and the token service's listener does too; send once.
   const recentlyRevoked = new Map<string, number>();
 
@@ -51,10 +54,7 @@ export function createEvents(pubsub: PubSub, logger: Logger) {
           : {}),
       };
       // The account's list hears of it in the same append, stamped with the session's seq.
-      const seq = await pubsub.publishSession(payload).catch((error: unknown) => {
-        log.warn({ err: error, topic: 'sessionUpdated', key: session.id }, 'publish failed');
-        return null;
-      });
+      const seq = await logged(pubsub.publishSession(payload), 'sessionUpdated', session.id);
       if (seq !== null) session.seq = seq;
       return seq;
     },
