@@ -9,7 +9,8 @@
 // creates arrive in bursts); each such batch starts after all its callers asked, so none of them
 // sees an answer older than its question, unless it asks for one: resolveRef takes a maxAgeMs, and
 // session creates accept a ref answer up to SINGULACOMP_REF_CACHE_MS old (pushes made through this
-// service forget them).
+// service forget them). A create announces its cut before it is admitted (expectCut), and a push
+// about to start waits briefly for announced cuts (see PUSH_LINGER_MS).
 import { createHash, randomUUID } from 'node:crypto';
 import { access, appendFile, mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -22,7 +23,7 @@ import {
   gitSubcommand,
   redact,
 } from './errors';
-import { createKeyedBatcher, type Settled } from '../batch';
+import { type BatchTicket, createKeyedBatcher, type Settled } from '../batch';
 import { type GitRunResult, runGit, Semaphore } from './exec';
 import { LockTimeoutError, withLock } from './lock';
 import {
@@ -66,6 +67,12 @@ export interface GitServiceOptions {
    * @default 64 MiB
    */
   maxFileBytes?: number;
+  /**
+   * Longest a push waits for cuts announced with expectCut; never longer than the repository's last
+   * push took.
+   * @default 500
+   */
+  pushLingerMs?: number;
   /** Milliseconds since the epoch, for the age of remembered ref answers (tests move it). */
   now?: () => number;
 }
@@ -95,7 +102,19 @@ export interface GitService {
    * Creates `refs/heads/<branch>` upstream at the commit `baseRef` resolves to now. Never moves an
    * existing branch: throws GitBranchExistsError instead (also when it already points there).
    */
-  cutBranch(repo: RepoRef, baseRef: string, branch: string): Promise<{ commit: string }>;
+  cutBranch(
+    repo: RepoRef,
+    baseRef: string,
+    branch: string,
+    ticket?: BatchTicket,
+  ): Promise<{ commit: string }>;
+  /**
+   * Announces a cutBranch against `repo` that will follow (a session create still being admitted),
+   * so a push about to start waits briefly for it and both share one push. Hand the ticket to that
+   * cutBranch, or call it if the cut will not come; a ticket left open only delays pushes by the
+   * bounded wait.
+   */
+  expectCut(repo: RepoRef): BatchTicket;
   /** Resolves `ref` upstream and makes sure the commit is in the mirror; null when the ref does not exist. */
   fetchRef(repo: RepoRef, ref: string): Promise<MirroredCommit | null>;
   /**
@@ -207,6 +226,13 @@ const PUSH_REJECTED_BECAUSE_EXISTS = /stale info|fetch first|non-fast-forward|al
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** Most ref lookups or branch cuts one git invocation carries. */
 const MAX_REFS_PER_CALL = 64;
+/**
+ * Longest a push waits for announced cuts by default. A push costs about the same for one branch as
+ * for twenty, so on a burst a push that left without the creates admitted a moment after it made
+ * them wait for it and then pay a push of their own: with 20 concurrent creates, pushes alternated
+ * between one branch and nineteen.
+ */
+const PUSH_LINGER_MS = 500;
 const LIST_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 export function createGitService(options: GitServiceOptions): GitService {
@@ -249,6 +275,7 @@ export function createGitService(options: GitServiceOptions): GitService {
 
   const sharedPush = createKeyedBatcher<PushCall, void>((_key, calls) => pushBranches(calls), {
     maxBatch: MAX_REFS_PER_CALL,
+    lingerMs: options.pushLingerMs ?? PUSH_LINGER_MS,
   });
 
   function secretsOf(repo: ParsedRepo): string[] {
@@ -621,6 +648,36 @@ export function createGitService(options: GitServiceOptions): GitService {
     );
   }
 
+  /** cutBranch's work; the ticket is used up when the cut joins a push. */
+  async function cut(
+    repoRef: RepoRef,
+    baseRef: string,
+    branch: string,
+    ticket: BatchTicket | undefined,
+  ): Promise<{ commit: string }> {
+    assertRefName(baseRef);
+    assertBranchName(branch);
+    const repo = parseRepo(repoRef);
+    const dir = await ensureMirror(repo);
+    const targetRef = `refs/heads/${branch}`;
+    let target: FetchTarget | null = { sha: baseRef, fullRef: null };
+    if (!isFullSha(baseRef)) {
+      // One round trip answers both "does the branch exist?" and "where is the base?". From a full
+      // sha there is nothing to look up: the push's lease refuses an existing branch.
+      const refs = await sharedLsRemote(batchKey(repo, dir), {
+        repo,
+        dir,
+        patterns: [...lsRemotePatterns(baseRef), targetRef],
+      });
+      if (refs.has(targetRef)) throw new GitBranchExistsError(branch, repo.url);
+      target = pick(refs, baseRef);
+    }
+    const commit = target ? await ensureCommit(repo, dir, target) : null;
+    if (!commit) throw new GitRefNotFoundError(baseRef, repo.url);
+    await sharedPush(batchKey(repo, dir), { repo, dir, commit, branch }, ticket);
+    return { commit };
+  }
+
   /**
    * Forgets every remembered ref answer of the mirror `dir` (any credential); an answer whose lookup
    * started before this moment is not remembered when it arrives later.
@@ -674,28 +731,17 @@ export function createGitService(options: GitServiceOptions): GitService {
       return (await lsRemote(repo, dir, [targetRef])).has(targetRef);
     },
 
-    async cutBranch(repoRef, baseRef, branch) {
-      assertRefName(baseRef);
-      assertBranchName(branch);
+    expectCut(repoRef) {
       const repo = parseRepo(repoRef);
-      const dir = await ensureMirror(repo);
-      const targetRef = `refs/heads/${branch}`;
-      let target: FetchTarget | null = { sha: baseRef, fullRef: null };
-      if (!isFullSha(baseRef)) {
-        // One round trip answers both "does the branch exist?" and "where is the base?". From a full
-        // sha there is nothing to look up: the push's lease refuses an existing branch.
-        const refs = await sharedLsRemote(batchKey(repo, dir), {
-          repo,
-          dir,
-          patterns: [...lsRemotePatterns(baseRef), targetRef],
-        });
-        if (refs.has(targetRef)) throw new GitBranchExistsError(branch, repo.url);
-        target = pick(refs, baseRef);
+      return sharedPush.expect(batchKey(repo, mirrorPaths(repo).dir));
+    },
+
+    async cutBranch(repoRef, baseRef, branch, ticket) {
+      try {
+        return await cut(repoRef, baseRef, branch, ticket);
+      } finally {
+        ticket?.(); // a cut that failed before its push will not come
       }
-      const commit = target ? await ensureCommit(repo, dir, target) : null;
-      if (!commit) throw new GitRefNotFoundError(baseRef, repo.url);
-      await sharedPush(batchKey(repo, dir), { repo, dir, commit, branch });
-      return { commit };
     },
 
     fetchRef(repoRef, ref) {

@@ -346,52 +346,59 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       if (project.live >= limit) throw refusal(limit, project.live);
 
       const repo = repoRef(project, options.encryptionKey);
-      const baseCommit = await resolveProjectRef(git, repo, baseRef, { maxAgeMs: options.refCacheMs ?? 0 });
-      if (!baseCommit) {
-        throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
-          'input',
-          'baseRef',
-        ]);
-      }
-      // The locked admission inserts the session with its base commit: a create refused for its
-      // input has written nothing.
-      const sessionId = randomUUID();
-      const session = await admitBatch(principal.accountId, {
-        id: sessionId,
-        accountId: principal.accountId,
-        projectId,
-        userId: principal.kind === 'USER' ? principal.userId : null,
-        templateId: project.templateId,
-        agent,
-        status: 'PROVISIONING',
-        branchName: sessionId,
-        baseRef,
-        baseCommit,
-        prompt,
-        turnLedgerId: randomUUID(),
-      });
-      // The branch is cut while the event is written; the outcome is handled once both are done, so
-      // a failure's event always follows this one. No sandbox yet: the event says so, whatever exists
-      // when a subscriber resolves it.
-      const cut = git.cutBranch(repo, baseCommit, session.branchName);
-      cut.catch(() => {}); // handled below, after the event
-      await events.session({ ...session, sandbox: null });
-
+      // Once admitted, this create cuts a branch: a push of the repository about to start waits
+      // briefly for it (GitService.expectCut), so a burst's creates share one push.
+      const ticket = git.expectCut(repo);
       try {
-        await cut;
-      } catch (error) {
-        if (error instanceof GitBranchExistsError) {
-          // Named after the session, the branch can only have been cut by its own provisioning job:
-          // the recovery sweep took the session over while this push waited, and that job goes on.
-          log.info({ sessionId }, 'branch already cut by a resumed provisioning job');
-          return session;
+        const baseCommit = await resolveProjectRef(git, repo, baseRef, { maxAgeMs: options.refCacheMs ?? 0 });
+        if (!baseCommit) {
+          throw new BaseRefNotFoundError(`"${baseRef}" does not exist in the project's repository.`, [
+            'input',
+            'baseRef',
+          ]);
         }
-        const reason = `Could not create branch ${session.branchName}: ${(error as Error).message}`;
-        log.warn({ sessionId, err: error }, 'branch cut failed');
-        return this.fail(session.id, reason);
+        // The locked admission inserts the session with its base commit: a create refused for its
+        // input has written nothing.
+        const sessionId = randomUUID();
+        const session = await admitBatch(principal.accountId, {
+          id: sessionId,
+          accountId: principal.accountId,
+          projectId,
+          userId: principal.kind === 'USER' ? principal.userId : null,
+          templateId: project.templateId,
+          agent,
+          status: 'PROVISIONING',
+          branchName: sessionId,
+          baseRef,
+          baseCommit,
+          prompt,
+          turnLedgerId: randomUUID(),
+        });
+        // The branch is cut while the event is written; the outcome is handled once both are done, so
+        // a failure's event always follows this one. No sandbox yet: the event says so, whatever exists
+        // when a subscriber resolves it.
+        const cut = git.cutBranch(repo, baseCommit, session.branchName, ticket);
+        cut.catch(() => {}); // handled below, after the event
+        await events.session({ ...session, sandbox: null });
+
+        try {
+          await cut;
+        } catch (error) {
+          if (error instanceof GitBranchExistsError) {
+            // Named after the session, the branch can only have been cut by its own provisioning job:
+            // the recovery sweep took the session over while this push waited, and that job goes on.
+            log.info({ sessionId }, 'branch already cut by a resumed provisioning job');
+            return session;
+          }
+          const reason = `Could not create branch ${session.branchName}: ${(error as Error).message}`;
+          log.warn({ sessionId, err: error }, 'branch cut failed');
+          return this.fail(session.id, reason);
+        }
+        await options.provision(session.id);
+        return session;
+      } finally {
+        ticket(); // refused or failed before its cut
       }
-      await options.provision(session.id);
-      return session;
     },
 
     /**

@@ -64,3 +64,88 @@ describe('createKeyedBatcher', () => {
     expect(runs).toBe(3);
   });
 });
+
+describe('createKeyedBatcher: announced items', () => {
+  /** Lets pending timers, I/O callbacks and microtasks run: a batch that could start has started. */
+  async function turns(n = 20): Promise<void> {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  function recording(options: { lingerMs: number }) {
+    const batches: number[][] = [];
+    const call = createKeyedBatcher<number, number>(
+      async (_key, items) => {
+        batches.push(items);
+        return items.map((n) => ({ ok: true, value: n }));
+      },
+      { maxBatch: 10, ...options },
+    );
+    return { call, batches };
+  }
+
+  test('a batch waits for an announced item and takes it along', async () => {
+    const { call, batches } = recording({ lingerMs: 60_000 });
+    const ticket = call.expect('k');
+    const first = call('k', 1);
+    await turns();
+    expect(batches).toEqual([]);
+    const second = call('k', 2, ticket);
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+    expect(batches).toEqual([[1, 2]]);
+  });
+
+  test('a ticket dropped unused lets the waiting batch go at once; other keys never wait', async () => {
+    const { call, batches } = recording({ lingerMs: 60_000 });
+    const ticket = call.expect('k');
+    const first = call('k', 1);
+    expect(await call('other', 9)).toBe(9);
+    await turns();
+    expect(batches).toEqual([[9]]);
+    ticket();
+    ticket(); // a second call does nothing
+    expect(await first).toBe(1);
+    // No item is announced any more: the next one starts at once.
+    expect(await call('k', 2)).toBe(2);
+    expect(batches).toEqual([[9], [1], [2]]);
+  });
+
+  test('the wait is bounded by lingerMs, and by how long the key’s last batch ran', async () => {
+    const bounded = recording({ lingerMs: 1 });
+    const open = bounded.call.expect('k');
+    expect(await bounded.call('k', 1)).toBe(1);
+    open();
+
+    // The first batch of "k" ran in no time, so with a ticket left open the next one hardly waits
+    // although lingerMs would allow a minute.
+    const { call, batches } = recording({ lingerMs: 60_000 });
+    const early = call.expect('k');
+    const first = call('k', 1);
+    await turns();
+    early();
+    await first;
+    const late = call.expect('k');
+    expect(await call('k', 2)).toBe(2);
+    expect(batches).toEqual([[1], [2]]);
+    late();
+  });
+
+  test('a batch that fills up while it waits starts without the announced item', async () => {
+    const batches: number[][] = [];
+    const call = createKeyedBatcher<number, number>(
+      async (_key, items) => {
+        batches.push(items);
+        return items.map((n) => ({ ok: true, value: n }));
+      },
+      { maxBatch: 2, lingerMs: 60_000 },
+    );
+    const ticket = call.expect('k');
+    const first = call('k', 1);
+    await turns();
+    expect(batches).toEqual([]);
+    expect(await Promise.all([first, call('k', 2)])).toEqual([1, 2]);
+    expect(batches).toEqual([[1, 2]]);
+    const third = call('k', 3, ticket);
+    expect(await third).toBe(3);
+    expect(batches).toEqual([[1, 2], [3]]);
+  });
+});

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
@@ -130,6 +130,52 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     await rm(await service.mirrorDir(repo), { recursive: true, force: true });
     expect((await service.cutBranch(repo, upstream.first, 'after-wipe')).commit).toBe(upstream.first);
     expect(refValue(upstream.dir, 'refs/heads/after-wipe')).toBe(upstream.first);
+  });
+
+  test('a cut announced with expectCut joins the push of a cut that was already waiting to start', async ({
+    tmp,
+  }) => {
+    const { upstream, repo } = setup(tmp);
+    // No bound but the ticket itself: the test waits for the second cut, never for a clock.
+    const service = createGitService({
+      cacheDir: join(tmp, 'cache'),
+      timeoutMs: 20_000,
+      pushLingerMs: 60_000,
+    });
+    // The upstream's post-receive hook runs once per push and lists the refs it updated.
+    const pushes = join(tmp, 'pushes.log');
+    const hooks = join(kind === 'bare' ? upstream.dir : join(upstream.dir, '.git'), 'hooks');
+    writeFileSync(join(hooks, 'post-receive'), `#!/bin/sh\n{ echo push; cat; } >> '${pushes}'\n`, {
+      mode: 0o755,
+    });
+    const firstTicket = service.expectCut(repo);
+    const secondTicket = service.expectCut(repo);
+    let firstQueued!: () => void;
+    const queued = new Promise<void>((resolve) => {
+      firstQueued = resolve;
+    });
+    const first = service.cutBranch(repo, upstream.first, 'announced-a', () => {
+      firstTicket();
+      firstQueued();
+    });
+    await queued;
+    // Long enough for a push that does not wait to have started (its git process is spawned).
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    const second = service.cutBranch(repo, upstream.first, 'announced-b', secondTicket);
+    expect(await Promise.all([first, second])).toEqual([
+      { commit: upstream.first },
+      { commit: upstream.first },
+    ]);
+    const log = readFileSync(pushes, 'utf8').trim().split('\n');
+    expect(log[0]).toBe('push');
+    expect(log.filter((line) => line === 'push')).toHaveLength(1);
+    expect(
+      log
+        .slice(1)
+        .map((line) => line.split(' ')[2])
+        .sort(),
+    ).toEqual(['refs/heads/announced-a', 'refs/heads/announced-b']);
+    expect(refValue(upstream.dir, 'refs/heads/announced-b')).toBe(upstream.first);
   });
 
   test('a second cut with the same name fails with GitBranchExistsError and does not move the branch', async ({
