@@ -178,6 +178,41 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     expect(refValue(upstream.dir, 'refs/heads/announced-b')).toBe(upstream.first);
   });
 
+  test('a cut answers while the mirror is locked; mirrorDir waits until the branch is recorded there', async ({
+    tmp,
+  }) => {
+    const { upstream, service, repo } = setup(tmp);
+    // The first cut brings the base commit into the mirror, so the next needs no locked fetch.
+    await service.cutBranch(repo, upstream.first, 'brings-the-commit');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inLock = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const holder = service.withMirrorLock(repo, async () => {
+      entered();
+      await gate;
+    });
+    await inLock;
+    expect(await service.cutBranch(repo, upstream.first, 'cut-while-locked')).toEqual({
+      commit: upstream.first,
+    });
+    expect(refValue(upstream.dir, 'refs/heads/cut-while-locked')).toBe(upstream.first);
+    let dir: string | null = null;
+    const mirror = service.mirrorDir(repo).then((d) => {
+      dir = d;
+      return d;
+    });
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(dir).toBeNull();
+    release();
+    await holder;
+    expect(refValue(await mirror, 'refs/heads/cut-while-locked')).toBe(upstream.first);
+  });
+
   test('a second cut with the same name fails with GitBranchExistsError and does not move the branch', async ({
     tmp,
   }) => {
