@@ -252,7 +252,7 @@ export function createGitService(options: GitServiceOptions): GitService {
    * branch from a commit the mirror has, does not start `git cat-file` to ask again each time.
    */
   const knownCommits = new Map<string, Set<string>>();
-  /** Per mirror, the branch records still being written (see recordPushedBranches). */
+  /** Per mirror, the newest branch record still being written (see recordPushedBranches). */
   const recording = new Map<string, Promise<void>>();
   const now = options.now ?? Date.now;
   /**
@@ -659,11 +659,11 @@ export function createGitService(options: GitServiceOptions): GitService {
       () => undefined,
       () => undefined,
     );
-    const earlier = recording.get(dir);
-    const all = earlier ? Promise.all([earlier, written]).then(() => undefined) : written;
-    recording.set(dir, all);
-    void all.then(() => {
-      if (recording.get(dir) === all) recording.delete(dir);
+    // The lock runs its tasks in order, so this record lands after any earlier one of the mirror:
+    // waiting for the newest waits for them all.
+    recording.set(dir, written);
+    void written.then(() => {
+      if (recording.get(dir) === written) recording.delete(dir);
     });
   }
 
