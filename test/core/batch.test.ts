@@ -2,14 +2,7 @@
 // gets its own outcome.
 import { describe, expect, test } from 'vitest';
 import { createKeyedBatcher, type Settled } from '../../resolvers/batch';
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
+import { deferred, eventLoopTurns } from '../support/wait';
 
 describe('createKeyedBatcher', () => {
   test('calls made together share a batch; calls made while it runs form the next one', async () => {
@@ -66,11 +59,6 @@ describe('createKeyedBatcher', () => {
 });
 
 describe('createKeyedBatcher: announced items', () => {
-  /** Lets pending timers, I/O callbacks and microtasks run: a batch that could start has started. */
-  async function turns(n = 20): Promise<void> {
-    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-  }
-
   function recording(options: { lingerMs: number }) {
     const batches: number[][] = [];
     const call = createKeyedBatcher<number, number>(
@@ -87,7 +75,7 @@ describe('createKeyedBatcher: announced items', () => {
     const { call, batches } = recording({ lingerMs: 60_000 });
     const ticket = call.expect('k');
     const first = call('k', 1);
-    await turns();
+    await eventLoopTurns();
     expect(batches).toEqual([]);
     const second = call('k', 2, ticket);
     expect(await Promise.all([first, second])).toEqual([1, 2]);
@@ -99,7 +87,7 @@ describe('createKeyedBatcher: announced items', () => {
     const ticket = call.expect('k');
     const first = call('k', 1);
     expect(await call('other', 9)).toBe(9);
-    await turns();
+    await eventLoopTurns();
     expect(batches).toEqual([[9]]);
     ticket();
     ticket(); // a second call does nothing
@@ -120,7 +108,7 @@ describe('createKeyedBatcher: announced items', () => {
     const { call, batches } = recording({ lingerMs: 60_000 });
     const early = call.expect('k');
     const first = call('k', 1);
-    await turns();
+    await eventLoopTurns();
     early();
     await first;
     const late = call.expect('k');
@@ -140,7 +128,7 @@ describe('createKeyedBatcher: announced items', () => {
     );
     const ticket = call.expect('k');
     const first = call('k', 1);
-    await turns();
+    await eventLoopTurns();
     expect(batches).toEqual([]);
     expect(await Promise.all([first, call('k', 2)])).toEqual([1, 2]);
     expect(batches).toEqual([[1, 2]]);

@@ -12,6 +12,7 @@ import {
   GitRepositoryUnreachableError,
 } from '../../resolvers/git/git';
 import { createTestClock } from '../support/clock';
+import { deferred, eventLoopTurns } from '../support/wait';
 import { git, makeUpstream, refValue, test } from './helpers';
 
 describe.each(['worktree', 'bare'] as const)('git service against a %s upstream', (kind) => {
@@ -150,17 +151,14 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     });
     const firstTicket = service.expectCut(repo);
     const secondTicket = service.expectCut(repo);
-    let firstQueued!: () => void;
-    const queued = new Promise<void>((resolve) => {
-      firstQueued = resolve;
-    });
+    const queued = deferred();
     const first = service.cutBranch(repo, upstream.first, 'announced-a', () => {
       firstTicket();
-      firstQueued();
+      queued.resolve();
     });
-    await queued;
+    await queued.promise;
     // Long enough for a push that does not wait to have started (its git process is spawned).
-    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    await eventLoopTurns();
     const second = service.cutBranch(repo, upstream.first, 'announced-b', secondTicket);
     expect(await Promise.all([first, second])).toEqual([
       { commit: upstream.first },
@@ -184,19 +182,13 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
     const { upstream, service, repo } = setup(tmp);
     // The first cut brings the base commit into the mirror, so the next needs no locked fetch.
     await service.cutBranch(repo, upstream.first, 'brings-the-commit');
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let entered!: () => void;
-    const inLock = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
+    const gate = deferred();
+    const inLock = deferred();
     const holder = service.withMirrorLock(repo, async () => {
-      entered();
-      await gate;
+      inLock.resolve();
+      await gate.promise;
     });
-    await inLock;
+    await inLock.promise;
     expect(await service.cutBranch(repo, upstream.first, 'cut-while-locked')).toEqual({
       commit: upstream.first,
     });
@@ -206,9 +198,9 @@ describe.each(['worktree', 'bare'] as const)('git service against a %s upstream'
       dir = d;
       return d;
     });
-    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    await eventLoopTurns();
     expect(dir).toBeNull();
-    release();
+    gate.resolve();
     await holder;
     expect(refValue(await mirror, 'refs/heads/cut-while-locked')).toBe(upstream.first);
   });

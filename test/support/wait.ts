@@ -84,3 +84,11 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   });
   return { promise, resolve };
 }
+
+/**
+ * Lets `n` turns of the event loop pass (I/O callbacks, timers due, microtasks): work that could
+ * start without waiting for something has started. For asserting that something is still waiting.
+ */
+export async function eventLoopTurns(n = 20): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+}
