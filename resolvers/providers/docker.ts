@@ -24,7 +24,7 @@ import Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { freePort } from '../../contract/ports';
 import { SANDBOX_WORKSPACE } from '../../image/dockerfile';
-import { ENTRYPOINT_BINARY, RUNTIME_DIR, RUNTIME_PREFIX } from '../../image/runtime-layout';
+import { AGENT_COMMAND, ENTRYPOINT_BINARY, RUNTIME_DIR, RUNTIME_PREFIX } from '../../image/runtime-layout';
 import {
   errorContext,
   idTags,
@@ -116,8 +116,10 @@ export interface DockerProviderOptions {
   tmpSizeBytes?: number;
   /** Put on every container and image (a test's cleanup label, a deployment's own). */
   labels?: Record<string, string>;
-  /** What the bridge runs instead of the image's entrypoint (stand-in daemons in tests). */
+  /** What the bridge runs instead of the entrypoint and daemon (stand-in daemons in tests). */
   entryCommand?: string[];
+  /** Further variables in every container (the injected ones and the platform's win). */
+  env?: Record<string, string>;
   /** Prune: snapshot images older than this (and not used by a container) go. @default 7 days */
   imageMaxAgeMs?: number;
   /** Prune: at most this many snapshot images are kept. @default 50 */
@@ -624,6 +626,7 @@ export class DockerProvider implements SandboxProvider {
     await this.openBridges(request.sandboxId, servicePort, apiPortInside);
 
     const env: Record<string, string> = {
+      ...this.options.env,
       ...request.env,
       HOME: SANDBOX_HOME,
       SINGULACOMP_API_URL: apiUrl,
@@ -637,7 +640,8 @@ export class DockerProvider implements SandboxProvider {
       ],
       servicePort: SERVICE_PORT,
     };
-    const entry = this.options.entryCommand ?? [ENTRYPOINT_BINARY];
+    // The daemon's home (OpenCode's data) must be writable: the root file system is not.
+    const entry = this.options.entryCommand ?? [ENTRYPOINT_BINARY, AGENT_COMMAND, '--home', SANDBOX_HOME];
     const labels: Record<string, string> = {
       ...this.options.labels,
       ...idTags(request, LABEL_KEYS),
