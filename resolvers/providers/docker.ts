@@ -706,12 +706,19 @@ export class DockerProvider implements SandboxProvider {
     return info.Config.Labels?.[LABEL_KEYS.sandboxId] ?? info.Id;
   }
 
-  async start(providerSandboxId: string): Promise<ProviderSandbox> {
-    const info = await this.inspect('start', providerSandboxId);
+  /** Opens the host half of a container's network from its labels, unless open already. */
+  private async reattach(info: Docker.ContainerInspectInfo): Promise<number> {
     const labels = info.Config.Labels ?? {};
     const servicePort = Number(labels[LABEL_SERVICE_PORT]);
     const apiPort = labels[LABEL_API_PORT] ? Number(labels[LABEL_API_PORT]) : null;
-    await this.openBridges(this.sandboxIdOf(info), servicePort, apiPort);
+    if (Number.isInteger(servicePort) && servicePort > 0)
+      await this.openBridges(this.sandboxIdOf(info), servicePort, apiPort);
+    return servicePort;
+  }
+
+  async start(providerSandboxId: string): Promise<ProviderSandbox> {
+    const info = await this.inspect('start', providerSandboxId);
+    const servicePort = await this.reattach(info);
     if (!info.State.Running)
       await this.call('start', () => this.docker.getContainer(providerSandboxId).start());
     return { providerSandboxId, state: 'STARTED', serviceUrl: `http://127.0.0.1:${servicePort}` };
@@ -762,6 +769,8 @@ export class DockerProvider implements SandboxProvider {
   async status(providerSandboxId: string): Promise<SandboxState> {
     try {
       const info = await this.inspect('status', providerSandboxId);
+      // A server (re)started under a running container reopens its host half of the network.
+      if (info.State.Running) await this.reattach(info);
       return stateOf(info.State.Status);
     } catch (error) {
       if (error instanceof ProviderNotFoundError) return 'DESTROYED';

@@ -3,101 +3,29 @@
 // in a hardened container, a turn goes through the server's LLM gateway to the stub model, the
 // telemetry shows the container's memory limit, a second session reuses the image, and stopping the
 // session leaves no container behind.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DockerProvider } from '../../resolvers/providers/docker';
-import { buildRuntimePackage } from '../../scripts/build-runtime';
-import { OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
-import { type StubModel, startStubModel } from '../fixtures/stub-model';
-import {
-  AgentSessionDocument,
-  ProviderSyncManifestDocument,
-  SendMessageDocument,
-  StopSessionDocument,
-} from '../generated/graphql';
-import { createProject, startSession } from '../leases/helpers';
-import { type TestApp, startTestApp } from '../support/app';
-import { createTestRepo, type TestRepo } from '../support/git';
-import { baseImage, type PodmanService, startPodmanService } from '../support/podman';
+import { AgentSessionDocument, SendMessageDocument, StopSessionDocument } from '../generated/graphql';
+import { startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
+import { type DockerE2e, startDockerE2e } from './helpers';
 
 const MEMORY_GIB = 2;
 
 describe('a DOCKER session from create to stop', () => {
-  let podman: PodmanService;
-  let dir: string;
-  let stub: StubModel;
-  let repo: TestRepo;
-  let t: TestApp;
-  let provider: DockerProvider;
-  let apiPort = 0;
+  let e: DockerE2e;
 
   beforeAll(async () => {
-    const base = baseImage();
-    podman = await startPodmanService();
-    dir = mkdtempSync(join(tmpdir(), 'sc-docker-e2e-'));
-    const runtime = await buildRuntimePackage({ outDir: join(dir, 'runtime'), version: '0.0.0-test' });
-    stub = await startStubModel({ reply: 'Done.' });
-    repo = createTestRepo({
-      'README.md': '# docker e2e\n',
-      'singulacomp.yaml': `sandbox:\n  default: app\n  templates:\n    - slug: app\n      name: App\n      dockerfile: Dockerfile\n      cpu: 1\n      memory: ${MEMORY_GIB}\n      disk: 5\n`,
-      // A label unique to this run keeps its snapshot key (and image) its own on the shared engine.
-      Dockerfile: `FROM ${base}\nLABEL test.run=${Date.now()}-${process.pid}\nCOPY README.md /opt/readme.md\n`,
-      '.opencode/opencode.json': `${JSON.stringify({
-        $schema: 'https://opencode.ai/config.json',
-        autoupdate: false,
-        share: 'disabled',
-        model: 'singulacomp/stub-model',
-        small_model: 'singulacomp/stub-model',
-        enabled_providers: ['singulacomp'],
-      })}\n`,
-    });
-    let cloneWith: TestApp | null = null;
-    provider = new DockerProvider({
-      docker: new Docker({ socketPath: podman.socketPath }),
-      dataDir: join(dir, 'sandboxes'),
-      runtimeDir: runtime.imageContext,
-      runtimeVersion: '0.0.0-test',
-      packageFloor: false,
-      apiPort: () => apiPort,
-      labels: podman.labels,
-      env: { ...OFFLINE_OPENCODE_ENV, SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000' },
-      clone: (source, branch, target, workspace) => {
-        if (!cloneWith) throw new Error('app not started');
-        return cloneWith.app.services.git.cloneWorkspace(source, branch, target, workspace);
-      },
-      stopTimeoutSeconds: 5,
-    });
-    t = await startTestApp({
-      providers: [provider],
-      env: {
-        SINGULACOMP_LLM_OPENAI_BASE_URL: stub.baseURL,
-        SINGULACOMP_LLM_OPENAI_API_KEY: 'sk-server-held',
-        SINGULACOMP_RUNTIME_VERSION: '0.0.0-test',
-      },
-    });
-    cloneWith = t;
-    apiPort = Number(new URL(t.url).port);
+    e = await startDockerE2e({ memoryGiB: MEMORY_GIB });
   });
 
   afterAll(async () => {
-    await t?.stop().catch(() => {});
-    await provider?.close();
-    await podman?.stop();
-    await stub?.close();
-    repo?.remove();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await e?.stop();
   });
 
   test('create → RUNNING → agent ready → a turn through the gateway → stop, container gone; the image is reused', async ({
     onTestFailed,
   }) => {
-    const projectId = await createProject(t, repo.url, 'DOCKER');
-    const synced = await t.request(ProviderSyncManifestDocument, { input: { projectId } });
-    expect(synced.data?.syncProjectManifest.__typename).toBe('SyncProjectManifestSuccess');
+    const { t, provider, podman, stub, projectId } = e;
     const s = await startSession(t, projectId);
     const db = t.app.services.db;
     const sandbox = await db.sandbox.findUniqueOrThrow({
