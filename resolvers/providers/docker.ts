@@ -694,6 +694,8 @@ export class DockerProvider implements SandboxProvider {
         .getContainer(this.containerName(request.sandboxId))
         .remove({ force: true, v: true })
         .catch(() => undefined);
+      await rm(this.runDir(request.sandboxId), { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
       throw error;
     }
   }

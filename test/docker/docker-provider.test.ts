@@ -16,7 +16,12 @@ import { createGitTreeReader } from '../../image/repo-files';
 import { computeSnapshotKey } from '../../image/snapshot';
 import { LABEL_SANDBOX_ID } from '../../resolvers/providers/common';
 import { DEFAULT_RUNTIME_IMAGE_REPO, DockerProvider } from '../../resolvers/providers/docker';
-import { ProviderBuildError } from '../../resolvers/providers/errors';
+import {
+  ProviderBuildError,
+  ProviderError,
+  ProviderNotFoundError,
+  ProviderUnavailableError,
+} from '../../resolvers/providers/errors';
 import type { HardwareSpec } from '../../resolvers/providers/types';
 import { buildRuntimePackage } from '../../scripts/build-runtime';
 import { createTestRepo, type TestRepo } from '../support/git';
@@ -290,5 +295,50 @@ describe('containers', () => {
     expect(gone.status).toBe(404);
     expect(existsSync(join(dir, 'sandboxes', req.sandboxId))).toBe(false);
     await provider.destroy(created.providerSandboxId); // idempotent
+  });
+});
+
+// The provider conformance checks (test/providers/adapter-suite.ts) that do not need an emulator's
+// fault injection, against the real engine.
+describe('conformance with the other adapters', () => {
+  const ours = async () =>
+    (
+      await provider.docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: labelFilters() }),
+      })
+    ).map((c) => c.Id);
+
+  test('stops a sandbox that is already stopped without an error; keepAlive of a destroyed one is not found', async () => {
+    const ref = await provider.buildSnapshot({ ...(await snapshotFor(repo.head())), spec: SPEC });
+    const { providerSandboxId } = await provider.create(request(ref));
+    await provider.stop(providerSandboxId);
+    expect((await provider.stop(providerSandboxId)).state).toBe('STOPPED');
+    expect(await provider.status(providerSandboxId)).toBe('STOPPED');
+    await provider.destroy(providerSandboxId);
+    await expect(provider.keepAlive(providerSandboxId)).rejects.toBeInstanceOf(ProviderNotFoundError);
+    expect(await ours()).toEqual([]);
+  });
+
+  test('a create from an unknown image fails with a typed provider error and leaves nothing behind', async () => {
+    const req = request('localhost/singulacomp-snapshot:does-not-exist');
+    const error = await provider.create(req).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(await ours()).toEqual([]);
+  });
+
+  test('an unreachable engine is ProviderUnavailableError after bounded retries', async () => {
+    const down = new DockerProvider({
+      host: `unix://${join(dir, 'no-such.sock')}`,
+      dataDir: join(dir, 'sandboxes'),
+      runtimeDir,
+      runtimeVersion: RUNTIME_VERSION,
+      apiPort: () => apiPort,
+      retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20, jitter: false },
+    });
+    const error = await down.status('anything').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    expect((error as ProviderUnavailableError).attempts).toBe(2);
+    expect((error as Error).message).toMatch(/DOCKER unavailable during status/);
   });
 });
