@@ -50,6 +50,8 @@ export interface AgentOptions {
   fastSampleMs?: number;
   /** @default 60_000 */
   slowSampleMs?: number;
+  /** SINGULACOMP_MEMORY_SAMPLE_MS: both sampling periods at once (fast and slow); unset: their defaults. */
+  memorySampleMs?: number;
   /** SINGULACOMP_ATTACHMENT_OFFLOAD != '0'. @default true */
   attachmentOffload?: boolean;
   /** @default 300_000 */
@@ -97,7 +99,16 @@ const reloadBody = {
 
 export class Agent {
   readonly options: Required<
-    Omit<AgentOptions, 'readers' | 'logger' | 'projectId' | 'opencodeBin' | 'restartBackoff' | 'eventBackoff'>
+    Omit<
+      AgentOptions,
+      | 'readers'
+      | 'logger'
+      | 'projectId'
+      | 'opencodeBin'
+      | 'restartBackoff'
+      | 'eventBackoff'
+      | 'memorySampleMs'
+    >
   > & { opencodeBin: string; restartBackoff: BackoffOptions; eventBackoff: BackoffOptions };
   readonly log: Logger;
   readonly api: ApiClient;
@@ -144,8 +155,8 @@ export class Agent {
       opencodeEnv: options.opencodeEnv ?? {},
       memoryGuardPct: options.memoryGuardPct ?? 92,
       sampleAbovePct: options.sampleAbovePct ?? 80,
-      fastSampleMs: options.fastSampleMs ?? 10_000,
-      slowSampleMs: options.slowSampleMs ?? 60_000,
+      fastSampleMs: options.fastSampleMs ?? options.memorySampleMs ?? 10_000,
+      slowSampleMs: options.slowSampleMs ?? options.memorySampleMs ?? 60_000,
       attachmentOffload: options.attachmentOffload ?? true,
       offloadIntervalMs: options.offloadIntervalMs ?? 300_000,
       keepAttachmentsPerSession: options.keepAttachmentsPerSession ?? 12,

@@ -26,6 +26,8 @@ const envShape = {
   },
   /** Telemetry push interval (R-AG-4). */
   SINGULACOMP_TELEMETRY_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 3_600_000, optional: true },
+  /** Memory guard sampling period, below and above its fast-sampling line (R-AG-5). */
+  SINGULACOMP_MEMORY_SAMPLE_MS: { type: 'number', int: true, min: 100, max: 600_000, optional: true },
   LOG_LEVEL: {
     type: 'enum',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -52,6 +54,7 @@ export interface AgentEnv {
   logLevel: string;
   leaseRenewIntervalMs?: number;
   telemetryIntervalMs?: number;
+  memorySampleMs?: number;
   proxyExtraPorts: number[];
   workspace: string;
   home: string;
@@ -114,6 +117,7 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     SINGULACOMP_LEASE_RENEW_INTERVAL_MS?: number;
     SINGULACOMP_PROXY_EXTRA_PORTS?: string;
     SINGULACOMP_TELEMETRY_INTERVAL_MS?: number;
+    SINGULACOMP_MEMORY_SAMPLE_MS?: number;
     LOG_LEVEL: string;
   };
   const f = parsedFlags.data as {
@@ -139,6 +143,7 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     ...(e.SINGULACOMP_TELEMETRY_INTERVAL_MS
       ? { telemetryIntervalMs: e.SINGULACOMP_TELEMETRY_INTERVAL_MS }
       : {}),
+    ...(e.SINGULACOMP_MEMORY_SAMPLE_MS ? { memorySampleMs: e.SINGULACOMP_MEMORY_SAMPLE_MS } : {}),
     workspace: f.workspace ?? '/workspace',
     home: f.home ?? '/opt/singulacomp/home',
     opencodePort: f.opencodePort,

@@ -30,7 +30,9 @@ export interface DockerE2e {
   stop(): Promise<void>;
 }
 
-export async function startDockerE2e(options: { memoryGiB?: number } = {}): Promise<DockerE2e> {
+export async function startDockerE2e(
+  options: { memoryGiB?: number; env?: Record<string, string> } = {},
+): Promise<DockerE2e> {
   const base = baseImage();
   const podman = await startPodmanService();
   const dir = mkdtempSync(join(tmpdir(), 'sc-docker-e2e-'));
@@ -63,7 +65,7 @@ export async function startDockerE2e(options: { memoryGiB?: number } = {}): Prom
     packageFloor: false,
     apiPort: () => apiPort,
     labels: podman.labels,
-    env: { ...OFFLINE_OPENCODE_ENV, SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000' },
+    env: { ...OFFLINE_OPENCODE_ENV, SINGULACOMP_TELEMETRY_INTERVAL_MS: '1000', ...options.env },
     clone: (source, branch, target, workspace) => {
       if (!app) throw new Error('app not started');
       return app.app.services.git.cloneWorkspace(source, branch, target, workspace);
