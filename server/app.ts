@@ -1,6 +1,6 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { createCloudProviders, mergeProviders } from '../resolvers/providers/ind
 import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
 import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
 import { bwrapAvailable } from '../resolvers/providers/local-isolation';
+import { DEFAULT_LOCAL_UID_CLAIMS, createUidAllocator } from '../resolvers/providers/local-uids';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
@@ -93,14 +94,37 @@ function defaultEntryCommand(): string {
 /**
  * Writes `<binDir>/singulacomp`, the CLI as LOCAL sandboxes run it (the image installs the same
  * CLI in /usr/local/bin): the workspace's git credential helper and the agent call it by name.
- * cli/bin.mjs runs the bundled CLI (dist/singulacomp.mjs) on plain node, rebuilt when a source is newer.
+ * It runs the bundled CLI (dist/singulacomp.mjs) on plain node: an isolated sandbox sees that
+ * bundle and not the sources, so the bundle is rebuilt here first when a source is newer (as
+ * cli/bin.mjs does for the CLI npm installs).
  */
-async function installCliShim(binDir: string): Promise<void> {
-  const bin = new URL('../cli/bin.mjs', import.meta.url).pathname;
+async function installCliShim(binDir: string, log: Logger): Promise<void> {
+  const bundle = new URL('../dist/singulacomp.mjs', import.meta.url).pathname;
+  if (!cliBundleFresh()) {
+    try {
+      await (await import(new URL('../scripts/build-cli.mjs', import.meta.url).href)).buildCli();
+    } catch (error) {
+      log.warn({ err: (error as Error).message }, 'could not rebuild the CLI bundle for LOCAL sandboxes');
+    }
+  }
   await mkdir(binDir, { recursive: true });
-  await writeFile(join(binDir, 'singulacomp'), `#!/bin/sh\nexec '${process.execPath}' '${bin}' "$@"\n`, {
+  await writeFile(join(binDir, 'singulacomp'), `#!/bin/sh\nexec '${process.execPath}' '${bundle}' "$@"\n`, {
     mode: 0o755,
   });
+}
+
+/** True when dist/singulacomp.mjs is newer than every source it was built from (cli/bin.mjs's test). */
+function cliBundleFresh(): boolean {
+  try {
+    const root = new URL('..', import.meta.url);
+    const builtAt = statSync(new URL('dist/singulacomp.mjs', root)).mtimeMs;
+    const inputs = JSON.parse(
+      readFileSync(new URL('dist/singulacomp.inputs.json', root), 'utf8'),
+    ) as string[];
+    return inputs.every((path) => statSync(new URL(path, root)).mtimeMs <= builtAt);
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -112,7 +136,13 @@ function localIsolation(env: ServerEnv, log: Logger): LocalProviderOptions['isol
     log.warn('SINGULACOMP_LOCAL_ISOLATION=none: LOCAL sandboxes run unisolated, as this server user');
     return { mode: 'none' };
   }
-  if (bwrapAvailable()) return { mode: 'bwrap', dataDir: env.dataDir };
+  if (bwrapAvailable()) {
+    return {
+      mode: 'bwrap',
+      dataDir: env.dataDir,
+      uids: createUidAllocator({ range: env.localUids, claimsDir: DEFAULT_LOCAL_UID_CLAIMS }),
+    };
+  }
   const why =
     'bubblewrap (bwrap) is missing or cannot create namespaces here, so LOCAL sandboxes would run ' +
     'unisolated and could read this server’s data dir and reach its database';
@@ -182,7 +212,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache'), now: options.now });
   const binDir = join(env.dataDir, 'bin');
-  await installCliShim(binDir);
+  await installCliShim(binDir, log);
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
     entryCommand: env.localEntry ?? defaultEntryCommand(),
@@ -192,6 +222,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     isolation: localIsolation(env, log),
     apiPort: () => (url ? Number(new URL(url).port) : null),
     egressPorts: env.localEgressPorts,
+    controlPlaneTimeoutMs: env.leaseTtlMs,
     identity: createLocalIdentityStore(database.prisma),
     onEntryExit: (id, exit) => services.reconciler.sandboxExited(id, exit),
   });

@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { LlmConfig } from '../resolvers/gateway/llm';
+import { DEFAULT_LOCAL_UID_RANGE, parseUidRange } from '../resolvers/providers/local-uids';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no'])
@@ -120,6 +121,14 @@ const variables = z.object({
    * a warning, and LOCAL sandboxes refused under NODE_ENV=production.
    */
   SINGULACOMP_LOCAL_ISOLATION: z.enum(['bwrap', 'none']).optional(),
+  /**
+   * `first-last`: host uids a root server runs isolated LOCAL sandboxes as, one per sandbox (gid =
+   * uid). Claims live in /var/lib/singulacomp/local-uids, shared by every server on the host.
+   */
+  SINGULACOMP_LOCAL_UIDS: z
+    .string()
+    .refine((v) => parseUidRange(v) !== null, 'first-last, both at least 1000')
+    .optional(),
   /** Comma-separated host loopback ports isolated LOCAL sandboxes may reach besides the API (e.g. a model endpoint). */
   SINGULACOMP_LOCAL_EGRESS_PORTS: z
     .string()
@@ -294,6 +303,9 @@ const schema = variables.transform((e) => ({
   /** SINGULACOMP_LOCAL_ISOLATION; null: detect. */
   localIsolation: (e.SINGULACOMP_LOCAL_ISOLATION ?? null) as 'bwrap' | 'none' | null,
   localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
+  /** SINGULACOMP_LOCAL_UIDS: the uids of isolated LOCAL sandboxes of a root server. */
+  localUids:
+    (e.SINGULACOMP_LOCAL_UIDS ? parseUidRange(e.SINGULACOMP_LOCAL_UIDS) : null) ?? DEFAULT_LOCAL_UID_RANGE,
   graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
   allowLocalRepositories: e.SINGULACOMP_ALLOW_LOCAL_REPOSITORIES ?? e.NODE_ENV !== 'production',
   introspection: (e.SINGULACOMP_INTROSPECTION ?? (e.NODE_ENV === 'production' ? 'authenticated' : 'all')) as

@@ -2,7 +2,7 @@
 // /tmp, as CI jobs often use): its read-only binds stay visible over the sandbox's private /tmp,
 // while the data dir and the host's other /tmp files stay hidden.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -23,6 +23,9 @@ test('an application below /tmp stays visible inside the sandbox; its data dir a
   writeFileSync(join(app, 'agent.mjs'), 'the application\n');
   writeFileSync(join(dataDir, 'secret.key'), 'server secret\n');
   writeFileSync(join(root, 'host-file'), 'host tmp\n');
+  // A root server runs the sandbox as an unprivileged uid of its own (outside the default range).
+  const identity = process.getuid?.() === 0 ? { uid: 3_100_000, gid: 3_100_000 } : null;
+  if (identity) for (const dir of [workspace, home]) chownSync(dir, identity.uid, identity.gid);
 
   const script = [
     `cat ${join(app, 'agent.mjs')}`,
@@ -32,7 +35,7 @@ test('an application below /tmp stays visible inside the sandbox; its data dir a
   ].join('; ');
   const run = spawnSync(
     'bwrap',
-    [...bwrapArgs({ workspace, home, runDir, dataDir, readOnly: [app] }), '/bin/sh', '-c', script],
+    [...bwrapArgs({ workspace, home, runDir, dataDir, readOnly: [app], identity }), '/bin/sh', '-c', script],
     { encoding: 'utf8' },
   );
   expect(run.stderr).toBe('');
