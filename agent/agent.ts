@@ -4,6 +4,7 @@ import { ApiClient, type RuntimeState } from './api-client';
 import type { BackoffOptions } from './backoff';
 import { EventForwarder } from './event-forward';
 import { EventFollower, type OpencodeEvent, TurnTracker } from './events';
+import { ControlPlaneWatch } from './control-plane';
 import { LeaseKeeper } from './lease';
 import { createLogger, type Logger } from './logger';
 import { MemoryGuard, type SandboxMemoryGuardError } from './memory-guard';
@@ -62,6 +63,13 @@ export interface AgentOptions {
   proxyExtraPorts?: number[];
   /** @default 60_000 */
   telemetryIntervalMs?: number;
+  /**
+   * SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS: after this long without any answer from the API the daemon
+   * stops itself (see control-plane.ts). Unset: never.
+   */
+  controlPlaneTimeoutMs?: number;
+  /** Called after the daemon stopped itself for want of the control plane (main.ts exits). */
+  onControlPlaneLost?: () => void;
   /** @default 60_000 */
   healthTimeoutMs?: number;
   /** @default 200 */
@@ -97,7 +105,17 @@ const reloadBody = {
 
 export class Agent {
   readonly options: Required<
-    Omit<AgentOptions, 'readers' | 'logger' | 'projectId' | 'opencodeBin' | 'restartBackoff' | 'eventBackoff'>
+    Omit<
+      AgentOptions,
+      | 'readers'
+      | 'logger'
+      | 'projectId'
+      | 'opencodeBin'
+      | 'restartBackoff'
+      | 'eventBackoff'
+      | 'controlPlaneTimeoutMs'
+      | 'onControlPlaneLost'
+    >
   > & { opencodeBin: string; restartBackoff: BackoffOptions; eventBackoff: BackoffOptions };
   readonly log: Logger;
   readonly api: ApiClient;
@@ -111,6 +129,7 @@ export class Agent {
   readonly reloader: Reloader;
   readonly proxy: ProxyServer;
   readonly forwarder: EventForwarder;
+  readonly controlPlane: ControlPlaneWatch | null;
   /** The OpenCode session the API's conversation (sendMessage, messages) talks to. */
   conversationSessionId: string | null = null;
   readonly readers: SystemReaders;
@@ -218,6 +237,16 @@ export class Agent {
       sandboxId: () => this.supervisor.bootstrap?.sandboxId ?? null,
       opencodePid: () => this.supervisor.current?.pid,
     });
+    const timeoutMs = options.controlPlaneTimeoutMs;
+    this.controlPlane = timeoutMs
+      ? new ControlPlaneWatch({
+          timeoutMs,
+          lastContact: () => this.api.lastContactAt,
+          probe: () => this.api.ping(),
+          logger: this.log,
+          onLost: () => void this.stop().then(() => options.onControlPlaneLost?.()),
+        })
+      : null;
     this.memoryGuard = new MemoryGuard({
       logger: this.log,
       tracker: this.tracker,
@@ -286,6 +315,8 @@ export class Agent {
     this.started = true;
     await this.proxy.listen();
     this.log.info({ servicePort: this.proxy.port, workspace: this.options.workspace }, 'daemon listening');
+    // Watched from the start: a daemon whose API is gone before OpenCode is up stops as well.
+    this.controlPlane?.start();
     this.events.start();
     await this.supervisor.boot();
     if (this.supervisor.stopped) return this;
@@ -462,6 +493,7 @@ export class Agent {
   private async shutdown(): Promise<void> {
     this.log.info('daemon stopping');
     if (this.offloadTimer) clearInterval(this.offloadTimer);
+    this.controlPlane?.stop();
     this.memoryGuard.stop();
     this.telemetry.stop();
     const graceful = (async () => {

@@ -100,6 +100,8 @@ export class ApiClient {
   private readonly requestTimeoutMs: number;
   private readonly request: HttpRequester;
   private readonly log: Logger;
+  /** When the API last answered anything (performance.now()); the daemon's start counts as one. */
+  lastContactAt = performance.now();
 
   constructor(private readonly options: ApiClientOptions) {
     this.endpoint = `${options.apiUrl.replace(/\/+$/, '')}/graphql`;
@@ -161,6 +163,19 @@ export class ApiClient {
     await this.mutate('reportAgentEvents', { input });
   }
 
+  /** Asks the API's /healthz once; any answer counts as contact. Never throws. */
+  async ping(): Promise<void> {
+    try {
+      const response = await this.request(this.endpoint.replace(/\/graphql$/, '/healthz'), {
+        signal: AbortSignal.timeout(this.requestTimeoutMs),
+      });
+      this.lastContactAt = performance.now();
+      await response.text().catch(() => '');
+    } catch {
+      // unreachable: lastContactAt stays where it was
+    }
+  }
+
   /** Runs one mutation; returns its Success payload or throws ApiPayloadError / ApiRequestError. */
   private async mutate<O extends Operation>(
     operation: O,
@@ -212,6 +227,7 @@ export class ApiClient {
     } catch (error) {
       throw new RetryableError(error instanceof Error ? error.message : String(error));
     }
+    this.lastContactAt = performance.now();
     const text = await response.text().catch(() => '');
     if (response.status >= 500 || response.status === 429) {
       throw new RetryableError(`HTTP ${response.status}: ${text.slice(0, 200)}`);
