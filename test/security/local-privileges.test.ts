@@ -187,6 +187,8 @@ describe('a LOCAL sandbox of a root server holds no host privileges', () => {
     expect(statSync(join(own.dir, 'workspace')).uid).toBe(Number(ownUids[0]));
     expect(statSync(join(other.dir, 'workspace')).uid).toBe(Number(otherUids[0]));
     expect(statSync(join(other.dir, 'workspace')).mode & 0o077).toBe(0);
+    // The daemon stops itself when the server is gone for longer than the lease TTL (the default).
+    expect(await inside(own, 'echo "$SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS"')).toBe('180000\nexit:0\n');
     // Its own session: not the one of the process the server launched.
     const entryPid = Number(readFileSync(join(own.dir, 'entry.pid'), 'utf8'));
     expect(sessionOf(ownPid)).not.toBe(sessionOf(entryPid));
