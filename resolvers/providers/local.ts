@@ -379,8 +379,9 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       try {
         const stat = await readFile(`/proc/${candidate}/stat`, 'utf8');
         const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
-        const cmdline = await readFile(`/proc/${candidate}/cmdline`, 'utf8');
-        if (session === candidate && cmdline.includes(BRIDGE_SCRIPT)) return candidate;
+        // The bridge is `node <bridge script> …`; the bubblewrap processes name it further on.
+        const argv = (await readFile(`/proc/${candidate}/cmdline`, 'utf8')).split('\0');
+        if (session === candidate && candidate !== pid && argv[1] === BRIDGE_SCRIPT) return candidate;
       } catch {
         // gone meanwhile
       }
