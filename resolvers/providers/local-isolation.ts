@@ -61,16 +61,22 @@ const ETC_ENTRIES = [
 const bwrapProbes = new Map<string, boolean>();
 
 /**
- * True when bubblewrap can create every namespace a sandbox needs on this host. Probed once per
- * binary and process: the answer is a property of the host, and the probe blocks while it runs.
+ * True when bubblewrap can build a sandbox as bwrapArgs does on this host: every namespace, the drop
+ * to an unprivileged uid when root, and the inner user namespace without capabilities or further
+ * user namespaces (bubblewrap 0.8 or later). Probed once per binary and process: the answer is a
+ * property of the host, and the probe blocks while it runs.
  */
 export function bwrapAvailable(bin = 'bwrap'): boolean {
   let available = bwrapProbes.get(bin);
   if (available === undefined) {
-    const probe = spawnSync(bin, ['--unshare-all', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], {
-      stdio: 'ignore',
-      timeout: 10_000,
-    });
+    const root = process.getuid?.() === 0;
+    const args = ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try'];
+    if (!root) args.push('--unshare-user');
+    args.push('--ro-bind', '/', '/', '--proc', '/proc', '--');
+    if (root) args.push('setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--');
+    args.push(bin, '--unshare-user', '--disable-userns', '--cap-drop', 'ALL', '--new-session');
+    args.push('--die-with-parent', '--dev-bind', '/', '/', 'true');
+    const probe = spawnSync(bin, args, { stdio: 'ignore', timeout: 10_000 });
     available = probe.status === 0;
     bwrapProbes.set(bin, available);
   }
@@ -117,6 +123,8 @@ export function bwrapArgs(options: BwrapArgsOptions): string[] {
   // and its Node runtime may live below /tmp (a checkout in /tmp), and their read-only binds must
   // stay visible over it.
   args.push('--perms', '1777', '--tmpfs', '/tmp');
+  // POSIX shared memory (Python's multiprocessing, browsers): private, like /tmp.
+  args.push('--perms', '1777', '--tmpfs', '/dev/shm');
   // The parents of a bind's destination are created first, mode 0755 (bubblewrap would make them
   // 0700 and root's, which the sandbox's uid cannot traverse); an existing directory is left as is.
   const bind = (flag: '--bind' | '--ro-bind' | '--ro-bind-try', source: string, dest: string) => {
