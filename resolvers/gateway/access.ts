@@ -270,14 +270,16 @@ export function createAccessService(options: AccessServiceOptions) {
       const dot = host.indexOf('.');
       if (dot < 1) return null;
       const label = host.slice(0, dot);
+      // The label first: it rules out the API's own hosts without parsing the API URL.
+      const p = PREVIEW_LABEL.exec(label);
+      const sh = p ? null : SHARE_LABEL.exec(label);
+      if (!p && !sh) return null;
       // The port of the Host may differ from the configured one behind a reverse proxy.
       const domain = host.slice(dot + 1).replace(/:\d+$/, '');
       if (domain !== site().host.replace(/:\d+$/, '')) return null;
-      const p = PREVIEW_LABEL.exec(label);
-      if (p) return { kind: 'preview', port: Number(p[1]), sandboxId: p[2]! };
-      const sh = SHARE_LABEL.exec(label);
-      if (sh) return { kind: 'share', linkId: sh[1]! };
-      return null;
+      return p
+        ? { kind: 'preview', port: Number(p[1]), sandboxId: p[2]! }
+        : { kind: 'share', linkId: sh![1]! };
     },
 
     /** `/v1/sessions/<id>/agent/*`: the caller drives the agent, so it needs write access. */
