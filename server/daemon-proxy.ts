@@ -58,8 +58,16 @@ export function sendJson(
 export function refuseUpgrade(socket: Socket, status: number, message: string): void {
   const text = JSON.stringify({ error: message });
   const reason =
-    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 410: 'Gone' }[status] ??
-    'Error';
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      403: 'Forbidden',
+      404: 'Not Found',
+      405: 'Method Not Allowed',
+      410: 'Gone',
+      502: 'Bad Gateway',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
   );
@@ -84,6 +92,9 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
     }
   });
   proxy.on('proxyRes', (proxyRes, req) => {
+    // Hop-by-hop (RFC 9110 §7.6.1): the daemon's keep-alive timeout is not the client's, and it
+    // would tell the daemon's answers from the server's own, which a refused port must not.
+    delete proxyRes.headers['keep-alive'];
     if ((req as IncomingMessage & { [APP]?: boolean })[APP])
       delete proxyRes.headers['service-worker-allowed'];
     if (!(req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING]) return;

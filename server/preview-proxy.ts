@@ -150,7 +150,18 @@ export function createPreviewProxy(options: { access: AccessService; proxy: Daem
         }
         proxy.web(req, res, grant, req.url ?? '/', { allowFraming: true, dropCookies: OUR_COOKIES });
       } catch (error) {
-        if (error instanceof AccessError) return sendJson(res, error.status, { error: error.message });
+        if (error instanceof AccessError) {
+          // Framed as http-proxy frames the daemon's answers (an explicit Connection header, no
+          // Keep-Alive), so the server's refusal of a port matches the daemon's byte for byte.
+          return sendJson(
+            res,
+            error.status,
+            { error: error.message },
+            {
+              connection: req.headers.connection ?? 'keep-alive',
+            },
+          );
+        }
         log.error({ err: error, path }, 'preview proxy failure');
         sendJson(res, 502, { error: 'The preview could not be reached.' });
       }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
-import { createPreviewClient, under } from '../support/preview';
+import { createPreviewClient, previewWebSocket, under } from '../support/preview';
 import { waitFor } from '../support/wait';
 import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
 
@@ -42,6 +42,29 @@ async function startApp(port: number): Promise<{ server: Server; received: Recei
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { server, received };
+}
+
+/** The status line and body a WebSocket upgrade is refused with (admin token). */
+function refusedUpgrade(
+  url: string,
+  token: string,
+): Promise<{ status: number; message: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = previewWebSocket(url.replace(/^http/, 'ws'), { authorization: `Bearer ${token}` });
+    ws.on('open', () => reject(new Error(`${url} upgraded`)));
+    ws.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          message: res.statusMessage!,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
+    });
+    ws.on('error', () => {});
+  });
 }
 
 describe('previews and share links reach only the app port', () => {
@@ -198,13 +221,18 @@ describe('previews and share links reach only the app port', () => {
         ['preview', previewed],
       ] as const) {
         expect(res.body, `${kind} of ${port}`).not.toContain(s.token);
-        answers.set(
-          `${kind}:${port}`,
-          JSON.stringify({ status: res.status, type: res.headers['content-type'], body: res.body }),
-        );
+        // Every header but the date and the request id, with its value.
+        const headers = Object.entries(res.headers)
+          .filter(([name]) => name !== 'date' && name !== 'x-request-id')
+          .sort(([a], [b]) => a.localeCompare(b));
+        answers.set(`${kind}:${port}`, JSON.stringify({ status: res.status, headers, body: res.body }));
       }
     }
-    for (const kind of ['share', 'preview']) {
+    // A WebSocket to each port through the preview: the same refusal too.
+    for (const port of [unused, opencodePort, servicePort]) {
+      answers.set(`ws:${port}`, JSON.stringify(await refusedUpgrade(previewBase(port), e.t.adminToken)));
+    }
+    for (const kind of ['share', 'preview', 'ws']) {
       expect(answers.get(`${kind}:${opencodePort}`), `${kind}: OpenCode's port`).toBe(
         answers.get(`${kind}:${unused}`),
       );
