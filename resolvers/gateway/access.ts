@@ -52,7 +52,7 @@ export function previewSite(
   return { protocol: api.protocol, host };
 }
 
-/** True when `hostname` is the API's own host or one inside it or around it (one site with it). */
+/** True when hosts `a` and `b` are one host or one lies inside the other (one site, for cookies). */
 export function nestedHosts(a: string, b: string): boolean {
   const x = a.toLowerCase().replace(/\.$/, '');
   const y = b.toLowerCase().replace(/\.$/, '');
