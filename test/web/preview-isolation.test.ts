@@ -5,7 +5,7 @@
 // session storage. Previews and share links now live on the preview site, an origin per sandbox
 // port and per link: the worker's scope is that origin, and the dashboard is another origin.
 import { type Server, createServer } from 'node:http';
-import type { Browser, BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
@@ -88,6 +88,16 @@ describe('a previewed app cannot reach the dashboard', () => {
     await e?.stop();
   });
 
+  /** Opens the session's dashboard page and waits for its first answered /graphql request. */
+  async function openDashboard(page: Page): Promise<void> {
+    const answered = page.waitForResponse(
+      (r) => r.url() === `${e.t.url}/graphql` && r.request().method() === 'POST' && r.status() === 200,
+      { timeout: 30_000 },
+    );
+    await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
+    await answered;
+  }
+
   /** The victim's browser: signed in to the dashboard (the token in its session storage). */
   async function victim(): Promise<BrowserContext> {
     const context = await browser.newContext();
@@ -119,9 +129,8 @@ describe('a previewed app cannot reach the dashboard', () => {
       expect(new URL(scope).origin).not.toBe(new URL(e.t.url).origin);
 
       const page = await context.newPage();
-      await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
-      // The session page rendered from /graphql answers: nothing replaced it or stood in between.
-      await page.getByRole('heading', { name: 'Preview', exact: true }).waitFor({ timeout: 30_000 });
+      // The dashboard loads and asks /graphql with its token: nothing replaced it or stood in between.
+      await openDashboard(page);
       expect(await page.title()).not.toBe('pwned');
       expect(await page.evaluate('navigator.serviceWorker.controller')).toBeNull();
       expect(await page.evaluate('navigator.serviceWorker.getRegistrations().then((r) => r.length)')).toBe(0);
@@ -135,8 +144,7 @@ describe('a previewed app cannot reach the dashboard', () => {
     const context = await victim();
     try {
       const page = await context.newPage();
-      await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
-      await page.getByRole('heading', { name: 'Preview', exact: true }).waitFor({ timeout: 30_000 });
+      await openDashboard(page);
       expect(await page.evaluate('sessionStorage.getItem("singulacomp.token")')).toBe(e.t.adminToken);
 
       // The same tab navigates to the session's own signed preview URL.
@@ -148,10 +156,17 @@ describe('a previewed app cannot reach the dashboard', () => {
       expect(token).toBe('null');
       expect(new URL(page.url()).origin).not.toBe(new URL(e.t.url).origin);
 
-      // The dashboard's own preview frame: the app cannot reach its parent's document.
-      await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
-      await page.getByLabel('Port', { exact: true }).fill(String(appPort));
-      await page.getByRole('button', { name: 'Open preview' }).click();
+      // Framed by the dashboard as its preview tab frames it (test/web/preview.test.ts drives that
+      // tab): the app cannot reach its parent's document.
+      await openDashboard(page);
+      const framed = (await e.t.request(SandboxPreviewUrlDocument, { id: s.sandboxId, port: appPort })).data!
+        .sandbox!.previewUrl.url;
+      await page.evaluate(`(() => {
+        const frame = document.createElement('iframe');
+        frame.src = ${JSON.stringify(framed)};
+        frame.setAttribute('sandbox', 'allow-scripts allow-forms allow-popups allow-same-origin');
+        document.body.append(frame);
+      })()`);
       const parent = await waitFor(
         () => beacons('parent').find((v) => v !== 'top'),
         60_000,
