@@ -284,6 +284,7 @@ export class Agent {
       token: o.token,
       sessionId: o.sessionId,
       opencodePort: () => (this.supervisor.current?.alive ? this.supervisor.current.port : null),
+      reservedPorts: () => this.supervisor.runtimePorts(),
       handlers: this.handlers(),
       deniedPorts: apiPortOf(o.apiUrl),
       extraPorts: o.proxyExtraPorts ?? [],

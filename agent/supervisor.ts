@@ -113,8 +113,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return null;
   }
 
+  /** OpenCode processes spawned and not yet exited (the current one, a reload's replacement). */
+  private readonly runtimes = new Set<OpencodeProcess>();
+
+  /** Ports OpenCode listens on or is about to: the configured one and every live runtime's. */
+  runtimePorts(): number[] {
+    return [this.options.port, ...[...this.runtimes].map((r) => r.port)];
+  }
+
   /** Spawns an `opencode serve` with the supervisor's settings (used for restarts and reload replacements). */
   spawnRuntime(port: number, bin: string = this.bin): OpencodeProcess {
+    const runtime = this.createRuntime(port, bin);
+    this.runtimes.add(runtime);
+    void runtime.exited.then(() => this.runtimes.delete(runtime));
+    return runtime;
+  }
+
+  private createRuntime(port: number, bin: string): OpencodeProcess {
     return new OpencodeProcess({
       bin,
       port,

@@ -314,6 +314,7 @@ export function createServices(options: ServicesOptions): Services {
   const access = createAccessService({
     db,
     tokens,
+    daemon,
     // Purpose-bound: a preview signature can never pass for anything else signed with the root key.
     signingKey: createHmac('sha256', options.keys.encryption).update('singulacomp:preview-url').digest(),
     fileSharePort: options.config.fileSharePort,

@@ -210,6 +210,10 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   const transport = options.pubsub ? 'provided' : env.redisUrl ? 'redis' : 'in-process';
   if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
+  if (env.nodeEnv === 'production' && !env.previewDomain) {
+    // Safe (every *.localhost name is a site of its own) but reachable only from this machine.
+    log.warn('SINGULACOMP_PREVIEW_DOMAIN is not set: previews and share links open on *.localhost only');
+  }
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache'), now: options.now });
   const binDir = join(env.dataDir, 'bin');
   await installCliShim(binDir, log);

@@ -2,6 +2,7 @@
 // process). Elsewhere the environment is only inherited by child processes (git, LOCAL sandboxes).
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { nestedHosts } from '../resolvers/gateway/access';
 import type { LlmConfig } from '../resolvers/gateway/llm';
 import { DEFAULT_LOCAL_UID_RANGE, parseUidRange } from '../resolvers/providers/local-uids';
 
@@ -261,8 +262,10 @@ const variables = z.object({
   /** Lifetime of signed preview URLs (the cookie they set lives longer). */
   SINGULACOMP_PREVIEW_URL_TTL_SECONDS: z.coerce.number().int().positive().default(300),
   /**
-   * Domain (host[:port]) under which subdomain previews `p<port>-<sandbox-id>.<domain>` resolve to
-   * this server (wildcard DNS). Default: the public URL's host, when it is a name and not an IP.
+   * The preview site (host[:port]): previews `p<port>-<sandbox-id>.<domain>` and share links
+   * `s-<link-id>.<domain>` resolve to this server (wildcard DNS and certificate). Never the API's
+   * host or one nested with it (refused in production). Default: `localhost:<API port>`, since
+   * browsers resolve every *.localhost name to loopback.
    */
   SINGULACOMP_PREVIEW_DOMAIN: z
     .string()
@@ -404,6 +407,18 @@ function crossFieldProblems(raw: Record<string, string>): string[] {
       problems.push(
         `  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`,
       );
+  }
+  // A preview on the API's host (or one nested with it) shares its site: cookies set for the
+  // parent domain reach the API, and the preview is same-site with the dashboard (R-PRV-4).
+  const previewDomain = raw.SINGULACOMP_PREVIEW_DOMAIN?.replace(/:\d+$/, '');
+  const publicUrl = raw.SINGULACOMP_PUBLIC_URL;
+  if (raw.NODE_ENV === 'production' && previewDomain && publicUrl && URL.canParse(publicUrl)) {
+    const apiHost = new URL(publicUrl).hostname;
+    if (nestedHosts(previewDomain, apiHost)) {
+      problems.push(
+        `  SINGULACOMP_PREVIEW_DOMAIN: ${previewDomain} is the API's host or nested with it (${apiHost}); previews need a domain of their own`,
+      );
+    }
   }
   if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type FieldNode, type OperationDefinitionNode, parse } from 'graphql';
 import { type Agent, type AgentOptions, createAgent } from '../../agent/agent';
 import { freePort } from '../../contract/ports';
-import { signUserContext } from '../../contract/user-context';
+import { type UserContextAudience, signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
 import { type StubModel, type StubModelOptions, startStubModel } from '../fixtures/stub-model';
 import { WAIT_SCALE } from '../support/wait';
@@ -156,8 +156,13 @@ export interface TestAgent {
   home: string;
   /** Base URL of the daemon's service port. */
   url: string;
-  /** A valid X-SingulaComp-User-Context header for this session. */
+  /**
+   * A valid X-SingulaComp-User-Context header for this session: a control call unless `audience`
+   * says otherwise (`opencode` for OpenCode's API, `app` with `port` for a sandbox port).
+   */
   userContext(overrides?: {
+    audience?: UserContextAudience;
+    port?: number;
     sessionId?: string;
     ttlSeconds?: number;
     nowSeconds?: number;
@@ -238,6 +243,8 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
         {
           sessionId: overrides.sessionId ?? sessionId,
           userId: 'user-1',
+          audience: overrides.audience ?? 'control',
+          ...(overrides.port === undefined ? {} : { port: overrides.port }),
           ttlSeconds: overrides.ttlSeconds ?? 120,
           nowSeconds: overrides.nowSeconds,
         },

@@ -1,7 +1,8 @@
 // A port of the sandbox in an iframe (a signed `Sandbox.previewUrl`), and the share-link dialog
-// (`createShareLink`: a public URL for people without a token). The frame is sandboxed without
-// allow-same-origin: path previews come from the API's own origin, and the sandbox's app must not
-// reach the dashboard's session storage, where the token is.
+// (`createShareLink`: a public URL for people without a token). The frame shows the preview site,
+// an origin of its own per sandbox port (never the dashboard's), so the app keeps its own origin
+// (its cookies, storage and service worker work) and still cannot reach the dashboard's session
+// storage, where the token is. A preview URL on the dashboard's own origin is never framed.
 import { type RefObject, useRef, useState } from 'react';
 import { useClient, useMutation } from 'urql';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
@@ -28,6 +29,14 @@ export function Preview({ sandboxId, live }: { sandboxId: string; live: boolean 
     setLoading(false);
     if (result.error) return setProblem(problemFromError(result.error));
     const url = result.data?.sandbox?.previewUrl.url;
+    // allow-same-origin is safe only because the preview's origin is not ours.
+    if (url && new URL(url).origin === window.location.origin) {
+      return setProblem({
+        code: 'PREVIEW_ON_DASHBOARD_ORIGIN',
+        message:
+          'This preview would open on the dashboard’s own origin, so it is not shown; set SINGULACOMP_PREVIEW_DOMAIN to a domain of its own.',
+      });
+    }
     if (url) setFrame({ port: n, url });
   }
 
@@ -62,7 +71,7 @@ export function Preview({ sandboxId, live }: { sandboxId: string; live: boolean 
           className="preview"
           title={`Preview of port ${frame.port}`}
           src={frame.url}
-          sandbox="allow-scripts allow-forms allow-popups"
+          sandbox="allow-scripts allow-forms allow-popups allow-same-origin"
           referrerPolicy="no-referrer"
         />
       )}
