@@ -101,7 +101,17 @@ const ROWS: Record<
   },
   'DaytonaConflictError (409)': {
     error: new DaytonaConflictError('session already exists', 409),
-    expected: ProviderBusyError,
+    expected: ProviderValidationError,
+  },
+  'Daytona toolbox 404 NOT_FOUND (a session or command, not the sandbox)': {
+    error: new DaytonaNotFoundError('command x not found', 404, undefined, 'NOT_FOUND', 'DAYTONA_DAEMON'),
+    expected: ProviderSessionLostError,
+  },
+  'e2b RateLimitError 429 over the concurrent sandboxes of the plan': {
+    error: new RateLimitError(
+      'Rate limit exceeded - You have reached the maximum number of concurrent E2B sandboxes (20)',
+    ),
+    expected: ProviderQuotaError,
   },
   'DaytonaRateLimitError (429)': {
     error: new DaytonaRateLimitError('slow down', 429, { 'retry-after': '7' } as never),
@@ -253,7 +263,8 @@ describe('the provider error mapping table', () => {
     expect(toProviderError(withStatus(new SandboxError('500: boom'), 500), context)).toBeInstanceOf(
       ProviderUnavailableError,
     );
-    expect(toProviderError(new DaytonaError('locked', 409), context)).toBeInstanceOf(ProviderBusyError);
+    // Daytona's 409s are clashes (a name, a session, a recent recovery): final.
+    expect(toProviderError(new DaytonaError('exists', 409), context)).toBeInstanceOf(ProviderValidationError);
     // Platinum's contract keeps 409 for a state or name clash: final.
     expect(toProviderError(new ProviderHttpError(409, 'name taken'), context)).toBeInstanceOf(
       ProviderValidationError,
