@@ -23,14 +23,16 @@ export interface RequestRecord {
   fault?: FaultKind;
 }
 
-export type FaultKind = 'rate-limit' | 'server-error' | 'slow' | 'unauthorized';
+export type FaultKind = 'rate-limit' | 'server-error' | 'slow' | 'unauthorized' | 'reply';
 
 export type Fault =
   | { kind: 'rate-limit'; retryAfterSeconds: number }
   | { kind: 'server-error'; status?: number }
   /** Waits `delayMs`, then answers normally (a client with a shorter deadline times out). */
   | { kind: 'slow'; delayMs: number }
-  | { kind: 'unauthorized' };
+  | { kind: 'unauthorized' }
+  /** Answers with this status and JSON body (an answer of the real service the emulator has no state for). */
+  | { kind: 'reply'; status: number; json: unknown };
 
 export interface FaultOptions {
   /** How many matching requests the fault answers. @default 1 */
@@ -171,6 +173,9 @@ export class EmulatorServer {
         if (fault.kind === 'slow') {
           await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
           if (raw.destroyed || res.destroyed) return finish(499);
+        } else if (fault.kind === 'reply') {
+          res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify(fault.json));
+          return finish(fault.status);
         } else {
           const status =
             fault.kind === 'rate-limit' ? 429 : fault.kind === 'unauthorized' ? 401 : (fault.status ?? 503);
