@@ -141,6 +141,9 @@ interface TemplateRecord {
   builds: BuildRecord[];
 }
 
+/** The port envd listens on in every sandbox (the SDK's `ENVD_PORT`). */
+const ENVD_PORT = 49983;
+
 /** Step types E2B's builder executes; anything else is refused like the real API would. */
 const STEP_TYPES = new Set(['RUN', 'COPY', 'ENV', 'WORKDIR', 'USER']);
 
@@ -639,7 +642,21 @@ export class E2BEmulator extends EmulatorBase {
 
   /** envd `process.Process/Start`: a server-streaming Connect-RPC call with JSON envelopes. */
   private async envd(req: JsonRequest, res: ServerResponse): Promise<Reply> {
-    const sandboxId = String(req.headers['e2b-sandbox-id'] ?? '');
+    // E2B's edge routes envd traffic by `E2b-Sandbox-Id` + `E2b-Sandbox-Port` (what the SDK sends
+    // to `sandbox.<domain>` and to a `sandboxUrl`), or by a `49983-<id>.<domain>` host.
+    const host = /^(\d+)-([^.]+)\.(.+)$/.exec(String(req.headers.host ?? ''));
+    const routed = req.headers['e2b-sandbox-id']
+      ? { id: String(req.headers['e2b-sandbox-id']), port: String(req.headers['e2b-sandbox-port'] ?? '') }
+      : host && host[3] === this.options.domain
+        ? { id: host[2] as string, port: host[1] as string }
+        : { id: '', port: '' };
+    if (routed.port !== String(ENVD_PORT)) {
+      return {
+        status: 502,
+        json: errorBody(502, `no envd route (sandbox port ${routed.port || 'missing'})`),
+      };
+    }
+    const sandboxId = routed.id;
     const sandbox = this.sandboxes.get(sandboxId);
     // E2B's edge answers 502 for a sandbox that is gone or paused.
     if (sandbox?.state !== 'running') {
