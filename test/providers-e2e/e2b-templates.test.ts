@@ -23,6 +23,8 @@ import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 import { type EmulatedProvider, startE2B } from './fixtures';
 
+const HOBBY_DISK = 'diskGiB: 20 GiB exceeds the E2B cap of 10; clamped to 10';
+
 const MANIFEST = `sandbox:
   default: single
   templates:
@@ -107,7 +109,8 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
 
   test('a single-stage template Dockerfile triggers exactly one template build, and its sessions boot from that template', async () => {
     const first = await running(await start('single'));
-    expect(first.sandbox?.warnings).toEqual([]);
+    // The platform default disk of 20 GiB is over E2B Hobby's 10 GiB.
+    expect(first.sandbox?.warnings).toEqual([HOBBY_DISK]);
     expect(first.sandbox?.snapshot).toMatchObject({ status: 'ACTIVE', provider: 'E2B' });
     expect(first.template?.snapshot?.key).toBe(first.sandbox?.snapshot?.key);
     expect(emulated.builds()).toBe(1);
@@ -158,7 +161,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
       spec: {
         cpu: second.sandbox?.cpu as number,
         memoryGiB: second.sandbox?.memoryGiB as number,
-        diskGiB: 20,
+        diskGiB: second.sandbox?.diskGiB as number,
       },
     };
     const asPackage = await t.app.services.snapshots.plan({ ...input, runtimeSource: 'package' });
@@ -174,6 +177,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     const s = await running(await start('multi'));
     expect(s.sandbox?.snapshot).toBeNull();
     expect(s.sandbox?.warnings).toEqual([
+      HOBBY_DISK,
       "E2B: no per-project image for template multi (docker/multi.Dockerfile): E2B's template builder accepts single-stage Dockerfiles only, and this one has 2 stages (FROM on lines 1, 4); make it single-stage (one FROM, no COPY --from) to get a per-project template; booted from the provider's default image",
     ]);
     expect(bootedFrom(s.sandbox?.providerSandboxId)).toBe('base');
@@ -187,6 +191,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     const s = await running(await start('copies'));
     expect(s.sandbox?.snapshot).toBeNull();
     expect(s.sandbox?.warnings).toEqual([
+      HOBBY_DISK,
       expect.stringMatching(
         /^E2B: no per-project image for template copies \(docker\/copies\.Dockerfile\): E2B's template builder uploads COPY sources from the server, not from the repository \(line 2\); fetch those files in a RUN step/,
       ),

@@ -131,7 +131,11 @@ export async function startDaytona(
 export async function startE2B(
   options: EmulatorOptions,
 ): Promise<EmulatedProvider & { emulator: E2BEmulator }> {
-  const emulator = await E2BEmulator.start({ templateBuildDelayMs: options.buildDelayMs ?? 30 });
+  // Creates faster than Hobby's one a second: the plan's rate is tested in test/providers/e2b.test.ts.
+  const emulator = await E2BEmulator.start({
+    templateBuildDelayMs: options.buildDelayMs ?? 30,
+    createsPerSecond: 50,
+  });
   const provider = new E2BProvider({
     apiKey: emulator.apiKey,
     apiUrl: emulator.url,
@@ -139,6 +143,7 @@ export async function startE2B(
     domain: emulator.domain,
     hostToUrl: emulator.resolveHost,
     entryCommand: options.entryCommand,
+    minCreateIntervalMs: 20,
     retry: options.retry ?? TEST_RETRY,
   });
   return {
