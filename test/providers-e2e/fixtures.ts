@@ -88,6 +88,8 @@ export interface EmulatorOptions {
   retry?: RetryOptions;
   /** Daytona: the emulated organization's limits and the adapter's configured caps. */
   daytona?: { tier?: DaytonaTier; caps?: Partial<HardwareSpec> };
+  /** E2B: the team's plan (Hobby: 10 GiB disk, Pro: 20). @default 'hobby' */
+  e2bPlan?: 'hobby' | 'pro';
 }
 
 export async function startDaytona(
@@ -135,6 +137,7 @@ export async function startE2B(
   const emulator = await E2BEmulator.start({
     templateBuildDelayMs: options.buildDelayMs ?? 30,
     createsPerSecond: 50,
+    plan: options.e2bPlan ?? 'hobby',
   });
   const provider = new E2BProvider({
     apiKey: emulator.apiKey,
@@ -144,6 +147,7 @@ export async function startE2B(
     hostToUrl: emulator.resolveHost,
     entryCommand: options.entryCommand,
     minCreateIntervalMs: 20,
+    plan: options.e2bPlan ?? 'hobby',
     retry: options.retry ?? TEST_RETRY,
   });
   return {
