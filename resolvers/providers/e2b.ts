@@ -7,7 +7,14 @@
 // cleanly first. Creates are spaced to the plan's rate (Hobby: one a second), since the SDK retries
 // a 429 only when it carries Retry-After. Every call, with the spec it was checked against, is in
 // docs/providers/e2b.md.
-import { ApiClient, ConnectionConfig, Sandbox, type SandboxState as E2BState, Template } from 'e2b';
+import {
+  ApiClient,
+  ConnectionConfig,
+  RateLimitError,
+  Sandbox,
+  type SandboxState as E2BState,
+  Template,
+} from 'e2b';
 import type { RuntimeSource } from '../../image/dockerfile';
 import { parseDockerfile, splitFlags } from '../../image/dockerfile-parser';
 import {
@@ -215,6 +222,12 @@ export class E2BProvider implements SandboxProvider {
             lifecycle: { onTimeout: 'pause' },
           });
         } catch (error) {
+          // Refused for the rate (requests sent a turn apart can arrive closer): the next attempt
+          // waits a whole turn. Nothing was created, so there is nothing to remove.
+          if (error instanceof RateLimitError) {
+            this.nextCreateAt = Math.max(this.nextCreateAt, Date.now() + this.minCreateIntervalMs);
+            throw error;
+          }
           // A create that failed after the API accepted it leaves a sandbox tagged with our id.
           await this.removeTagged(request.sandboxId);
           throw error;
