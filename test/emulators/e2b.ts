@@ -244,6 +244,14 @@ export class E2BEmulator extends EmulatorBase {
     return [...this.templates.values()];
   }
 
+  /** Marks every build of a template failed (a template that no longer boots: create answers 404). */
+  failTemplate(templateID: string): void {
+    const record = this.templates.get(templateID);
+    if (!record) return;
+    for (const build of record.builds) build.status = 'error';
+    record.status = 'error';
+  }
+
   /** Every accepted template build, in order: the steps E2B would have run. */
   templateBuilds(): E2BTemplateBuild[] {
     return [...this.builds];

@@ -172,6 +172,28 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     expect(asPackage.dockerfile).not.toContain('COPY --from=');
   });
 
+  test('a template that no longer boots fails its session, is marked FAILED, and the next session rebuilds it', async () => {
+    const first = await running(await start('single'));
+    const key = first.sandbox?.snapshot?.key as string;
+    const where = { provider_key: { provider: 'E2B' as const, key } };
+    const row = await t.app.services.db.snapshot.findUniqueOrThrow({ where });
+    const buildsBefore = emulated.builds();
+    // E2B lost the template's builds: a create from it answers 404 "template not found".
+    emulated.emulator.failTemplate(row.providerRef as string);
+    const refusedId = await start('single');
+    const refused = await waitFor(async () => {
+      const s = await read(refusedId);
+      return s.status === 'FAILED' ? s : null;
+    }, 60_000);
+    expect(refused.failureReason).toContain('is unusable');
+    expect((await t.app.services.db.snapshot.findUniqueOrThrow({ where })).status).toBe('FAILED');
+
+    const rebuilt = await running(await start('single'));
+    expect(emulated.builds()).toBe(buildsBefore + 1);
+    expect(bootedFrom(rebuilt.sandbox?.providerSandboxId)).toBe(row.providerRef);
+    expect((await t.app.services.db.snapshot.findUniqueOrThrow({ where })).status).toBe('ACTIVE');
+  });
+
   test('a multi-stage template Dockerfile boots from the default template with a warning saying why and how to fix it', async () => {
     const buildsBefore = emulated.builds();
     const s = await running(await start('multi'));
