@@ -366,6 +366,8 @@ const schema = variables.transform((e) => ({
         domain: e.E2B_DOMAIN ?? null,
         sandboxUrl: e.E2B_SANDBOX_URL ?? null,
         caps: defined({ cpu: e.E2B_MAX_CPU, memoryGiB: e.E2B_MAX_MEMORY_GIB }),
+        /** The team's plan: disk (10 / 20 GiB), maximum sandbox length (1 h / 24 h), create rate. */
+        plan: e.E2B_PLAN,
         /** The plan's maximum sandbox length (hobby 1 h, pro 24 h). */
         maxSandboxLifetimeMs: e.E2B_PLAN === 'pro' ? 24 * 3_600_000 : 3_600_000,
       }

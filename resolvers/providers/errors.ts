@@ -108,8 +108,8 @@ export class ProviderUnavailableError extends ProviderError {
 export class ProviderValidationError extends ProviderError {}
 
 /**
- * Thrown when the provider keeps refusing because the resource is changing state (Daytona and E2B
- * 409, Daytona's "state change in progress") after the retries allowed: try again later.
+ * Thrown when the provider keeps refusing because the resource is changing state (E2B 409,
+ * Daytona's 400 "State change in progress") after the retries allowed: try again later.
  */
 export class ProviderBusyError extends ProviderError {
   constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
@@ -122,8 +122,9 @@ export class ProviderBusyError extends ProviderError {
 }
 
 /**
- * Thrown when a request exceeds the account's per-sandbox or total resource limits (Daytona 403
- * "exceeds maximum allowed per sandbox" / "Total CPU limit exceeded"): the key is fine, the size is not.
+ * Thrown when a request exceeds the account's resource limits (Daytona 400 or 403 "exceeds maximum
+ * allowed per sandbox" / "Total CPU limit exceeded" / "… quota exceeded", E2B 429 over the plan's
+ * concurrent sandboxes): the key is fine, the size or the number of sandboxes is not.
  */
 export class ProviderQuotaError extends ProviderError {
   constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
@@ -153,8 +154,9 @@ export class ProviderAccessError extends ProviderError {
 }
 
 /**
- * Thrown when an in-sandbox process or toolbox session ended (Daytona toolbox 404 PROCESS_NOT_FOUND,
- * 410 SESSION_ENDED): the sandbox itself still exists, so the operation is retried.
+ * Thrown when an in-sandbox process or toolbox session is gone (Daytona's daemon: 404 with code
+ * `NOT_FOUND` or `PROCESS_NOT_FOUND`, 410 `SESSION_ENDED`): the sandbox itself still exists, so the
+ * operation is retried.
  */
 export class ProviderSessionLostError extends ProviderError {}
 
@@ -253,8 +255,9 @@ function headerOf(headers: unknown, name: string): unknown {
 }
 
 /**
- * Plain status classes. `conflict` says what 409 means for the provider: Daytona and E2B answer it
- * for a resource in transition (retry), Platinum's contract for a state or name clash (final).
+ * Plain status classes. `conflict` says what 409 means for the provider: E2B answers it for a
+ * sandbox in transition (retry); Daytona (a name taken, a session that exists, "recovery attempted
+ * recently") and Platinum's contract for a clash that another attempt does not resolve (final).
  */
 function statusMapping(
   status: number,
@@ -271,13 +274,24 @@ function statusMapping(
   return null;
 }
 
-/** Daytona's quota refusals (apps/api/src/sandbox/services/sandbox.service.ts validateOrganizationQuotas). */
+/**
+ * Daytona's quota refusals (apps/api sandbox.service.ts and snapshot.service.ts
+ * validateOrganizationQuotas, organization usage): "CPU request 8 exceeds maximum allowed per
+ * sandbox (4)", "Total CPU limit exceeded. Maximum allowed: 10", "… quota exceeded", and the
+ * per-organization counts ("Snapshot quota exceeded", "Volume quota exceeded", "maximum number of
+ * … reached"). Answered as 400 by current Daytona, as 403 by older releases: both are matched.
+ */
 const DAYTONA_QUOTA =
-  /exceeds maximum allowed per sandbox|total (cpu|memory|disk) limit exceeded|quota exceeded/i;
+  /exceeds maximum allowed per sandbox|total (cpu|gpu|memory|disk) (limit|quota) exceeded|quota exceeded|limit exceeded|maximum number of .* reached/i;
 /** Daytona's 403s about a resource rather than the key (region.service.ts, snapshot.service.ts). */
 const DAYTONA_ACCESS = /region .*not available|not available to the organization|organization is suspended/i;
 /** Daytona's "busy" refusals (SandboxError 400 in sandbox.service.ts start/stop/destroy). */
 const DAYTONA_BUSY = /state change in progress/i;
+/**
+ * E2B's concurrency refusal (infra packages/api: 429 "you have reached the maximum number of
+ * concurrent E2B sandboxes"): a plan limit, not a request rate — waiting seconds does not help.
+ */
+const E2B_CONCURRENCY = /concurrent/i;
 /** E2B keep-alive past the sandbox's maximum length (infra packages/api/internal/orchestrator/keep_alive.go). */
 const E2B_LIFETIME = /max instance length exceeded/i;
 
@@ -307,6 +321,13 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     map: () => ({ kind: 'session-lost' }),
   },
   {
+    // The daemon answers a missing session or command with code NOT_FOUND (apps/daemon toolbox
+    // process/session); the SDK makes it a plain DaytonaNotFoundError with source DAYTONA_DAEMON.
+    source: 'Daytona toolbox 404 NOT_FOUND (a session or command, not the sandbox)',
+    matches: (e) => e instanceof DaytonaNotFoundError && e.source === 'DAYTONA_DAEMON',
+    map: () => ({ kind: 'session-lost' }),
+  },
+  {
     // The API never answers 410 for a sandbox (a removed one is 404); the toolbox does for a session.
     source: 'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)',
     matches: (e) => e instanceof DaytonaGoneError,
@@ -333,9 +354,11 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     map: () => ({ kind: 'busy' }),
   },
   {
+    // A name taken, a toolbox session that exists, "recovery attempted recently": never a state
+    // change (that is the 400 above), so another attempt gets the same answer.
     source: 'DaytonaConflictError (409)',
     matches: (e) => e instanceof DaytonaConflictError,
-    map: () => ({ kind: 'busy' }),
+    map: () => ({ kind: 'validation' }),
   },
   {
     source: 'DaytonaRateLimitError (429)',
@@ -395,8 +418,8 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     matches: (e) =>
       e instanceof DaytonaError &&
       typeof e.statusCode === 'number' &&
-      statusMapping(e.statusCode, undefined, 'busy') !== null,
-    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined, 'busy') as Mapped,
+      statusMapping(e.statusCode, undefined) !== null,
+    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined) as Mapped,
   },
   {
     source: 'e2b SandboxError 400 Max instance length exceeded',
@@ -428,6 +451,11 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
       const status = leadingStatus(e);
       return (status !== null && statusMapping(status, undefined, 'busy')) || { kind: 'build' };
     },
+  },
+  {
+    source: 'e2b RateLimitError 429 over the concurrent sandboxes of the plan',
+    matches: (e) => e instanceof E2BRateLimitError && messageMatches(e, E2B_CONCURRENCY),
+    map: () => ({ kind: 'quota' }),
   },
   {
     source: 'e2b RateLimitError (429 after the SDK’s own Retry-After retries)',
