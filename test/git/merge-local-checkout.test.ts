@@ -89,8 +89,10 @@ describe('merging into a non-bare local repository with the default branch check
     const res = await t.request(MergeChangeRequestDocument, {
       input: { changeRequestId: id, method: 'SQUASH' },
     });
-    expect(res.data?.mergeChangeRequest).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });
-    const message = (res.data?.mergeChangeRequest as { message: string }).message;
+    const payload = res.data?.mergeChangeRequest;
+    if (payload?.__typename !== 'ConflictError') throw new Error(JSON.stringify(res));
+    expect(payload.code).toBe('CONFLICT');
+    const message = payload.message;
     expect(message).toMatch(/uncommitted changes/);
     expect(message).toMatch(/commit or stash/);
     expect(message).not.toMatch(/moved while merging/);
