@@ -79,6 +79,8 @@ export interface ServicesConfig {
   fileSharePort: number;
   /** How often each process looks for due schedule triggers. */
   triggerTickMs: number;
+  /** Shortest interval between two firings of a schedule trigger (finer schedules are refused). */
+  triggerMinIntervalSeconds: number;
   /** How far a webhook delivery's signed timestamp may be from the server's clock, either way. */
   webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
@@ -346,6 +348,7 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     tickMs: options.config.triggerTickMs,
+    minIntervalSeconds: options.config.triggerMinIntervalSeconds,
     webhookToleranceSeconds: options.config.webhookToleranceSeconds,
     now: options.now ? () => new Date(options.now!()) : undefined,
   });
