@@ -157,7 +157,13 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db });
-  const members = createMemberService({ db, tokens, now: options.now });
+  const members = createMemberService({
+    db,
+    tokens,
+    // Bound late: the lifecycle is created below.
+    stopSession: (sessionId) => sessions.stopInternal(sessionId, 'USER'),
+    now: options.now,
+  });
   const projects = createProjectService({
     db,
     git: options.git,

@@ -285,11 +285,25 @@ export function createTriggerService(options: TriggerServiceOptions) {
 
     async setPaused(principal: Principal, input: { triggerId: string; paused: boolean }): Promise<Trigger> {
       const trigger = await loadFor(principal, input.triggerId, true);
+      // A trigger whose owner was removed fires as whoever resumes it (a user: sessions have an owner).
+      let userId = trigger.userId;
+      if (!input.paused && userId === null) {
+        if (principal.kind !== 'USER') {
+          throw new ValidationError(
+            'This trigger lost its owner (a removed member); a user resumes it and its firings then act as that user.',
+            ['input', 'triggerId'],
+          );
+        }
+        userId = principal.userId;
+      }
       const nextFireAt =
         !input.paused && trigger.kind === 'SCHEDULE' && trigger.schedule
           ? nextRun(trigger.schedule, now())
           : trigger.nextFireAt;
-      return db.trigger.update({ where: { id: trigger.id }, data: { paused: input.paused, nextFireAt } });
+      return db.trigger.update({
+        where: { id: trigger.id },
+        data: { paused: input.paused, nextFireAt, userId },
+      });
     },
 
     async remove(principal: Principal, input: { triggerId: string }): Promise<Trigger> {
