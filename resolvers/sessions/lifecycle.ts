@@ -367,7 +367,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       }
       if (slug && !project.templateId) {
         throw new NotFoundError(
-          `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
+          `Template "${input.templateSlug}" is not defined for this project: templates come from singulacomp.yaml on its default branch (to read another ref, syncProjectManifest or \`singulacomp projects sync <project> --ref <ref>\`).`,
           ['input', 'templateSlug'],
         );
       }
