@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
+import { waitFor } from '../support/wait';
 import { runCli } from './helpers';
 
 const MANIFEST = `sandbox:
@@ -131,5 +132,20 @@ describe('the CLI for a newcomer', () => {
     for (const id of [positional.sessionId, flagged.sessionId]) {
       expect((await cli(['sessions', 'stop', id, '--yes'])).code).toBe(0);
     }
+
+    // --wait ends with the session: exit 1 and the reason, in one line.
+    const waiting = cli(['sessions', 'create', project.projectId, '--wait']);
+    const session = await waitFor(
+      () =>
+        t.app.services.db.session.findFirst({
+          where: { projectId: project.projectId, status: { in: ['PROVISIONING', 'RUNNING'] } },
+        }),
+      60_000,
+    );
+    expect((await cli(['sessions', 'stop', session.id, '--yes'])).code).toBe(0);
+    const ended = await waiting;
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toContain(`Session ${session.id} created; waiting for its agent…`);
+    expect(ended.stderr).toContain(`singulacomp: Session ${session.id} is STOPPED.`);
   });
 });
