@@ -79,6 +79,8 @@ export interface ServicesConfig {
   fileSharePort: number;
   /** How often each process looks for due schedule triggers. */
   triggerTickMs: number;
+  /** Shortest interval between two firings of a schedule trigger (finer schedules are refused). */
+  triggerMinIntervalSeconds: number;
   /** How far a webhook delivery's signed timestamp may be from the server's clock, either way. */
   webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
@@ -155,9 +157,16 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db });
-  const members = createMemberService({ db, tokens, now: options.now });
+  const members = createMemberService({
+    db,
+    tokens,
+    // Bound late: the lifecycle is created below.
+    stopSession: (sessionId) => sessions.stopInternal(sessionId, 'USER'),
+    now: options.now,
+  });
   const projects = createProjectService({
     db,
+    git: options.git,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.config.defaultProvider,
     localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
@@ -215,6 +224,8 @@ export function createServices(options: ServicesOptions): Services {
     refCacheMs: options.config.refCacheMs,
     now: options.now,
     provision: (id) => provisioner.start(id),
+    refreshManifest: (project, manifestCommit, commit) =>
+      manifests.refreshIfStale(project, manifestCommit, commit),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
     // retries with backoff on any process.
     teardown: async (id, reason) => {
@@ -233,6 +244,7 @@ export function createServices(options: ServicesOptions): Services {
     git: options.git,
     projects,
     encryptionKey: options.keys.encryption,
+    logger: options.logger,
   });
   // Sandbox-daemon side (docs/agent-api.md): leases, the idle reaper, telemetry, reloads.
   const leases = createLeaseService({
@@ -343,6 +355,7 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     tickMs: options.config.triggerTickMs,
+    minIntervalSeconds: options.config.triggerMinIntervalSeconds,
     webhookToleranceSeconds: options.config.webhookToleranceSeconds,
     now: options.now ? () => new Date(options.now!()) : undefined,
   });

@@ -1,7 +1,7 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
@@ -459,7 +459,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     metrics.pubsubLag.observe({ topic }, lagSeconds),
   );
 
-  let printGraphiqlLink = false;
+  /** The admin token the start-up output links with (development only), if it is known. */
+  let signInToken: string | null = null;
   const app: App = {
     services,
     url: '',
@@ -473,12 +474,26 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
           { created: app.bootstrapToken !== null, ms: elapsedMs() },
           app.bootstrapToken ? 'bootstrap admin created' : 'bootstrap: users exist',
         );
-        if (app.bootstrapToken && (options.printBootstrapToken ?? env.nodeEnv !== 'test')) {
-          // Printed once, on first start only, so an operator can log in (R-RUN-1).
-          process.stdout.write(
-            `\nSingulaComp bootstrap admin token (shown once; also in ${join(env.dataDir, 'bootstrap-token')}):\n  ${app.bootstrapToken}\n\n`,
-          );
-          printGraphiqlLink = env.graphiql;
+        const tokenFile = join(env.dataDir, 'bootstrap-token');
+        if (options.printBootstrapToken ?? env.nodeEnv !== 'test') {
+          if (app.bootstrapToken) {
+            // The token itself only on the first start, so an operator can log in (R-RUN-1).
+            process.stdout.write(
+              `\nSingulaComp bootstrap admin token (shown once; also in ${tokenFile}):\n  ${app.bootstrapToken}\n\n`,
+            );
+            signInToken = app.bootstrapToken;
+          } else {
+            // Every later start says where the token is: a newcomer who restarted has lost the first output.
+            signInToken = await readFile(tokenFile, 'utf8').then(
+              (text) => text.trim() || null,
+              () => null,
+            );
+            process.stdout.write(
+              signInToken
+                ? `\nSingulaComp admin token: in ${tokenFile}\n`
+                : `\nSingulaComp: no token file at ${tokenFile} (it is written on the first start only); sign in with a personal access token (createPersonalAccessToken).\n`,
+            );
+          }
         }
       }
       server.listen(env.port, env.host);
@@ -498,10 +513,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       services.reaper.start();
       services.triggers.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
-      if (printGraphiqlLink && app.bootstrapToken) {
-        // The token travels in the link's query string: only for the operator's own terminal.
-        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n`);
-        process.stdout.write(`Dashboard, token filled in: ${url}/?token=${app.bootstrapToken}\n\n`);
+      if (signInToken && env.graphiql) {
+        // The token travels in the link's query string: only for the operator's own terminal, and
+        // only in development (GraphiQL is off in production).
+        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${signInToken}\n`);
+        process.stdout.write(`Dashboard, token filled in: ${url}/?token=${signInToken}\n\n`);
       }
     },
     async stop() {

@@ -160,6 +160,8 @@ const variables = z.object({
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
   SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
+  /** Shortest interval between two firings of a schedule; finer schedules are refused. */
+  SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Webhook deliveries are accepted while their signed X-SingulaComp-Timestamp is this close to now. */
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
@@ -319,6 +321,7 @@ const schema = variables.transform((e) => ({
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
+  triggerMinIntervalSeconds: e.SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS,
   webhookToleranceSeconds: e.SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS,
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,

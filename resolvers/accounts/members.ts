@@ -25,6 +25,7 @@ import {
   forbidden,
 } from '../errors';
 import { parseId } from '../ids';
+import { LIVE_SESSION_STATUSES } from './limits';
 
 /** Scopes of a new member's first token: a MEMBER works in the account, an ADMIN also runs it. */
 export function firstTokenScopes(role: UserRole): Scope[] {
@@ -74,7 +75,15 @@ export const INVITATION_MAX_HOURS = 720;
 
 export type MemberService = ReturnType<typeof createMemberService>;
 
-export function createMemberService(options: { db: Db; tokens: TokenService; now?: () => number }) {
+export interface MemberServiceOptions {
+  db: Db;
+  tokens: TokenService;
+  /** Stops a live session (its sandbox token is revoked with it); for a removed member's sessions. */
+  stopSession?: (sessionId: string) => Promise<unknown>;
+  now?: () => number;
+}
+
+export function createMemberService(options: MemberServiceOptions) {
   const { db, tokens } = options;
   const now = options.now ?? Date.now;
 
@@ -144,7 +153,15 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
       return { member: user, secret };
     },
 
-    /** removeMember: account admins; the user and their tokens go, their sessions stay. */
+    /**
+     * removeMember: account admins. Like an organisation removing a member on GitHub, the member's
+     * access to the account ends at once, including what they minted (docs/security.md): their
+     * personal access tokens are revoked (open connections close) and deleted with the user; the
+     * share links they created are revoked; the invitations they issued and nobody accepted yet
+     * expire; their live sessions stop (each sandbox token is revoked with its session; the branch
+     * and record stay); their triggers are paused and lose their owner, so they fire again only when
+     * an admin resumes them, as that admin. Service-account tokens belong to the account and stay.
+     */
     async remove(principal: Principal, input: { userId: string }) {
       assertAccountAdmin(principal);
       const userId = parseId(String(input.userId), 'User', ['input', 'userId']);
@@ -165,7 +182,29 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
         select: { id: true },
       });
       for (const token of live) await tokens.revoke(token.id);
+      const at = new Date(now());
+      await db.$transaction([
+        db.shareLink.updateMany({
+          where: { accountId: user.accountId, createdById: user.id, revokedAt: null },
+          data: { revokedAt: at },
+        }),
+        db.invitation.updateMany({
+          where: { accountId: user.accountId, invitedById: user.id, acceptedAt: null, expiresAt: { gt: at } },
+          data: { expiresAt: at },
+        }),
+        db.trigger.updateMany({
+          where: { accountId: user.accountId, userId: user.id },
+          data: { paused: true, userId: null },
+        }),
+      ]);
+      const sessions = await db.session.findMany({
+        where: { userId: user.id, status: { in: [...LIVE_SESSION_STATUSES] } },
+        select: { id: true },
+      });
       await db.user.delete({ where: { id: user.id } });
+      if (options.stopSession) {
+        for (const session of sessions) await options.stopSession(session.id);
+      }
       return user;
     },
 

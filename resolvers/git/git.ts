@@ -892,6 +892,11 @@ export function createGitService(options: GitServiceOptions): GitService {
         'push',
         '--porcelain',
         '--no-verify',
+        // A local repository may be an ordinary one with the branch checked out (the usual case in
+        // development): update its branch and, when its work tree is clean, the work tree too, as
+        // git's receive.denyCurrentBranch=updateInstead does; a dirty work tree refuses the push.
+        // Bare repositories ignore the setting.
+        ...(isLocalUrl(repo.url) ? [`--receive-pack=${UPDATE_INSTEAD_RECEIVE_PACK}`] : []),
         ...(updates.length > 1 ? ['--atomic'] : []),
         ...updates.map((u) => `--force-with-lease=${u.ref}:${u.oldSha ?? ''}`),
         '--',
@@ -923,6 +928,13 @@ export function createGitService(options: GitServiceOptions): GitService {
       return git(repo, [`--git-dir=${dir}`, ...args], { config });
     },
   };
+}
+
+/** receive-pack for pushes into local repositories (see pushToUpstream). */
+const UPDATE_INSTEAD_RECEIVE_PACK = 'git -c receive.denyCurrentBranch=updateInstead receive-pack';
+
+function isLocalUrl(url: string): boolean {
+  return url.startsWith('/') || url.startsWith('file://');
 }
 
 /** `Authorization` header value for an https upstream with a credential, else null. */
