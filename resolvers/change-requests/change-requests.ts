@@ -12,7 +12,7 @@ import { ConflictError, DomainError, NotFoundError, RepositoryUnreachableError }
 import type { Events } from '../events/events';
 import type { GitService, RepoRef } from '../git/git';
 import { parseId } from '../ids';
-import { repoRef } from '../sessions/lifecycle';
+import { repoRef } from '../git/project-repo';
 import { requireText } from '../validate';
 
 /** Thrown when merging would conflict; `conflicts` lists the paths. Nothing was changed. */

@@ -8,7 +8,7 @@ import type { Logger } from '../platform';
 import type { Principal } from '../auth/principal';
 import type { TokenService } from '../auth/tokens';
 import { isUuid } from '../ids';
-import { repoRef } from '../sessions/lifecycle';
+import { repoRef } from './project-repo';
 import type { GitService, RefUpdate, RefUpdateResult, RepoRef } from './git';
 
 export const ZERO_SHA = '0000000000000000000000000000000000000000';

@@ -7,7 +7,7 @@ import { NotFoundError } from '../errors';
 import type { GitService } from '../git/git';
 import type { Principal } from '../auth/principal';
 import type { ProjectService } from './projects';
-import { repoRef, resolveProjectRef } from '../sessions/lifecycle';
+import { repoRef, resolveProjectRef } from '../git/project-repo';
 import { requireRefName } from '../validate';
 import { readManifestAt, writeTemplates } from './manifest-read';
 

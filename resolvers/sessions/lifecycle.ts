@@ -13,17 +13,11 @@ import type { Db, RawSql } from '../platform';
 import type { Logger } from '../platform';
 import { type Settled, createKeyedBatcher } from '../batch';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
-import { decrypt } from '../auth/crypto';
-import {
-  BaseRefNotFoundError,
-  ConflictError,
-  NotFoundError,
-  RepositoryUnreachableError,
-  ValidationError,
-} from '../errors';
+import { BaseRefNotFoundError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Events } from '../events/events';
 import { GitBranchExistsError } from '../git/errors';
-import type { GitService, RefLookup, RepoRef } from '../git/git';
+import type { GitService } from '../git/git';
+import { repoRef, resolveProjectRef } from '../git/project-repo';
 import { compileFindMany } from '../find-many-sql';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
@@ -96,33 +90,6 @@ export function concurrentSessionLimitError(
       },
     },
   );
-}
-
-export function repoRef(
-  project: { repositoryUrl: string; gitCredentialEnc: string | null },
-  encryptionKey: Buffer,
-): RepoRef {
-  return {
-    url: project.repositoryUrl,
-    credential: project.gitCredentialEnc ? decrypt(encryptionKey, project.gitCredentialEnc) : null,
-  };
-}
-
-/** The commit `ref` names in the project's repository (null: no such ref); unreachable → typed error. */
-export async function resolveProjectRef(
-  git: GitService,
-  repo: RepoRef,
-  ref: string,
-  lookup?: RefLookup,
-): Promise<string | null> {
-  try {
-    return await git.resolveRef(repo, ref, lookup);
-  } catch (error) {
-    throw new RepositoryUnreachableError(
-      `Cannot read the project's repository: ${(error as Error).message}`,
-      ['input', 'projectId'],
-    );
-  }
 }
 
 /**

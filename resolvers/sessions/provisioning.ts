@@ -19,7 +19,7 @@ import { reservedSecretName } from '../projects/secret-names';
 import type { ProviderRegistry } from '../providers/registry';
 import { serviceAccessColumns } from '../providers/service-access';
 import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '../providers/types';
-import { repoRef } from './lifecycle';
+import { repoRef } from '../git/project-repo';
 import type { SnapshotService } from '../snapshots/snapshots';
 import type { TokenService } from '../auth/tokens';
 import { JOBS, type JobQueue, type ProvisionJob } from '../jobs/queue';

@@ -1,18 +1,82 @@
 // The layering rules in biome.json (`npm run lint`): dependencies point one way, schema → resolvers →
 // (image, contract, db); the daemon and the control plane meet only in contract/. Each case lints one
 // file at that path in a scratch copy of the layout with the project's biome.json, so the tree is
-// never written to.
+// never written to. Biome sees cycles between files only; the domain folders of resolvers/ must not
+// form one either (checked here on the imports of the tree), and none of their files exceeds 700 lines.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const biome = createRequire(import.meta.url).resolve('@biomejs/biome/bin/biome');
 const scratch = mkdtempSync(join(tmpdir(), 'sc-layout-'));
 copyFileSync(new URL('../../biome.json', import.meta.url), join(scratch, 'biome.json'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const MAX_RESOLVER_FILE_LINES = 700;
+
+/** Every .ts file under resolvers/, as a path relative to the root and its source. */
+function resolverFiles(): Array<{ path: string; source: string }> {
+  return readdirSync(join(root, 'resolvers'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => {
+      const path = join('resolvers', name);
+      return { path, source: readFileSync(join(root, path), 'utf8') };
+    });
+}
+
+const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/**
+ * Cycles between the domain folders of resolvers/ (resolvers/<domain>/…), type-only imports included,
+ * each written `a → b → a`; empty when the domains form a directed acyclic graph.
+ */
+function domainCycles(files: ReadonlyArray<{ path: string; source: string }>): string[] {
+  const domainOf = (path: string): string | null => {
+    const parts = normalize(path).split('/');
+    return parts[0] === 'resolvers' && parts.length > 2 ? parts[1]! : null;
+  };
+  const edges = new Map<string, Set<string>>();
+  for (const file of files) {
+    const from = domainOf(file.path);
+    if (!from) continue;
+    for (const match of file.source.matchAll(RELATIVE_IMPORT)) {
+      const to = domainOf(relative('.', join(dirname(file.path), match[1]!)));
+      if (!to || to === from) continue;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  const cycles = new Set<string>();
+  const done = new Set<string>();
+  const visit = (domain: string, path: string[]): void => {
+    const at = path.indexOf(domain);
+    if (at >= 0) {
+      const loop = path.slice(at);
+      const start = loop.indexOf([...loop].sort()[0]!);
+      const rotated = [...loop.slice(start), ...loop.slice(0, start)];
+      cycles.add([...rotated, rotated[0]].join(' → '));
+      return;
+    }
+    if (done.has(domain)) return;
+    for (const next of edges.get(domain) ?? []) visit(next, [...path, domain]);
+    done.add(domain);
+  };
+  for (const domain of [...edges.keys()].sort()) visit(domain, []);
+  return [...cycles].sort();
+}
 
 function lint(path: string, source: string): { ok: boolean; output: string } {
   const file = join(scratch, path);
@@ -76,5 +140,29 @@ describe('layering', () => {
     } finally {
       rmSync(other);
     }
+  });
+
+  it('the domain folders of resolvers/ import each other without a cycle', () => {
+    expect(domainCycles(resolverFiles())).toEqual([]);
+  });
+
+  it('an import that closes a cycle between domain folders fails, type-only included', () => {
+    const files = [
+      ...resolverFiles(),
+      // events/ is below sessions/ (sessions publish through it): a type from sessions closes a loop.
+      {
+        path: 'resolvers/events/x.ts',
+        source:
+          "import type { SessionLifecycle } from '../sessions/lifecycle';\nexport type X = SessionLifecycle;\n",
+      },
+    ];
+    expect(domainCycles(files)).toEqual(['events → sessions → events']);
+  });
+
+  it(`no file in resolvers/ exceeds ${MAX_RESOLVER_FILE_LINES} lines`, () => {
+    const long = resolverFiles()
+      .map((file) => ({ path: file.path, lines: file.source.split('\n').length - 1 }))
+      .filter((file) => file.lines > MAX_RESOLVER_FILE_LINES);
+    expect(long).toEqual([]);
   });
 });

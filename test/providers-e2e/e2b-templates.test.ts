@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { repoRef } from '../../resolvers/sessions/lifecycle';
+import { repoRef } from '../../resolvers/git/project-repo';
 import type { E2BEmulator } from '../emulators/e2b';
 import { fakeDaemonCommand } from '../emulators/harness';
 import {
