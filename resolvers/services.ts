@@ -1,6 +1,6 @@
 // The domain services one server process runs, wired together. Schema resolvers reach everything
 // through `ctx.services`; nothing here knows about HTTP or GraphQL transports.
-import type { Database, Db } from './platform';
+import type { Database, Db, FindManySql } from './platform';
 import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
 import type { Keys } from './auth/keys';
@@ -147,6 +147,8 @@ export interface ServicesOptions {
    * stamps. @default Date.now
    */
   now?: () => number;
+  /** Reads list pages as one statement where it can (server/fast-paths/). @default Prisma only */
+  findManySql?: FindManySql;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;
   onJobFailed?: (queue: string) => void;
@@ -214,6 +216,7 @@ export function createServices(options: ServicesOptions): Services {
   sessions = createSessionLifecycle({
     db,
     sql: options.database.raw,
+    ...(options.findManySql ? { findManySql: options.findManySql } : {}),
     git: options.git,
     events,
     logger: options.logger,

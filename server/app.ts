@@ -22,8 +22,9 @@ import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
 import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
 import { createBootstrapAdmin } from './bootstrap-admin';
-import { createQueryCompiler, useCompiledExecution } from './compiled-execution';
-import { createGraphqlFastPath } from './graphql-fast-path';
+import { createQueryCompiler, useCompiledExecution } from './fast-paths/compiled-execution';
+import { findManySql } from './fast-paths/find-many-sql';
+import { createGraphqlFastPath } from './fast-paths/graphql-fast-path';
 import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
@@ -187,6 +188,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     dataDir: env.dataDir,
     poolSize: env.database.poolSize,
     connectTimeoutMs: env.database.connectTimeoutMs,
+    namedStatements: env.fastPaths.statementNames,
   });
   log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
@@ -247,6 +249,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     git,
     providers,
     apiUrl: () => env.publicUrl ?? url,
+    ...(env.fastPaths.findManySql ? { findManySql: findManySql(database.raw) } : {}),
     onAdmissionRefused: () => metrics.admissionRefusals.inc(),
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
@@ -257,15 +260,19 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     retryAfterSeconds: env.unavailableRetryAfterSeconds,
     onFault: (kind) => metrics.faults.inc({ kind }),
   });
-  const compiler = createQueryCompiler(logger, schema);
-  const fastPath = createGraphqlFastPath({
-    services,
-    compiler,
-    maskError,
-    errorMessage: UNEXPECTED_ERROR_MESSAGE,
-    startOperation: metrics.startOperation,
-    onOutcome: (outcome) => metrics.graphqlFastPath.inc({ outcome }),
-  });
+  // The fast paths (server/fast-paths/README.md); with SINGULACOMP_FAST_PATHS=off, yoga alone.
+  const compiler = env.fastPaths.jit ? createQueryCompiler(logger, schema) : null;
+  const fastPath =
+    compiler && env.fastPaths.http
+      ? createGraphqlFastPath({
+          services,
+          compiler,
+          maskError,
+          errorMessage: UNEXPECTED_ERROR_MESSAGE,
+          startOperation: metrics.startOperation,
+          onOutcome: (outcome) => metrics.graphqlFastPath.inc({ outcome }),
+        })
+      : null;
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -300,8 +307,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
       metrics.plugin(),
-      useCompiledExecution(compiler),
-      fastPath.plugin(),
+      ...(compiler ? [useCompiledExecution(compiler)] : []),
+      ...(fastPath ? [fastPath.plugin()] : []),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
@@ -400,7 +407,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (await serveDashboard(req, res, path)) return;
     track(res, path === '/graphql' ? 'graphql' : 'other');
     try {
-      if (fastPath.accepts(req, path)) {
+      if (fastPath?.accepts(req, path)) {
         await withRequestId(requestId, () => fastPath.handle(req, res, yoga));
         return;
       }

@@ -12,6 +12,28 @@ const bool = z
 const port = z.coerce.number().int().min(0).max(65_535);
 const ms = z.coerce.number().int().positive();
 
+/** The fast paths SINGULACOMP_FAST_PATHS names (server/fast-paths/README.md). */
+const FAST_PATHS = ['http', 'jit', 'find-many-sql', 'statement-names'] as const;
+type FastPath = (typeof FAST_PATHS)[number];
+
+/** `on`, `off`, or the fast paths to keep, comma-separated (the others are off). */
+const fastPathList = z
+  .string()
+  .transform((v): string[] => {
+    const value = v.trim().toLowerCase();
+    if (value === 'on') return [...FAST_PATHS];
+    if (value === 'off') return [];
+    return value
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n.length > 0);
+  })
+  .pipe(
+    z
+      .array(z.enum(FAST_PATHS, { message: `each one of on, off, ${FAST_PATHS.join(', ')}` }))
+      .refine((paths) => !paths.includes('http') || paths.includes('jit'), 'http runs compiled: add jit'),
+  );
+
 const resourceRates = z
   .object({
     cpuPerHourUsd: z.number().nonnegative(),
@@ -166,6 +188,11 @@ const variables = z.object({
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
+  /**
+   * Code that bypasses yoga or Prisma for speed (server/fast-paths/README.md): `on`, `off` (plain
+   * yoga execution and Prisma only), or the ones to keep, e.g. `jit,statement-names`.
+   */
+  SINGULACOMP_FAST_PATHS: fastPathList.optional(),
   /** PostgreSQL connections per server process for requests and background work (the job queue has 4 more). */
   SINGULACOMP_DB_POOL_SIZE: z.coerce.number().int().min(2).max(500).default(20),
   /**
@@ -289,6 +316,19 @@ function defined<T extends Record<string, number | undefined>>(fields: T): { [K 
   };
 }
 
+function fastPathsOf(on: readonly FastPath[]) {
+  return {
+    /** server/fast-paths/graphql-fast-path.ts: repeated POST /graphql answered from node:http. */
+    http: on.includes('http'),
+    /** server/fast-paths/compiled-execution.ts: queries and mutations run on graphql-jit. */
+    jit: on.includes('jit'),
+    /** server/fast-paths/find-many-sql.ts: session pages read as one statement. */
+    findManySql: on.includes('find-many-sql'),
+    /** server/fast-paths/statement-names.ts: Prisma's statements prepared once per connection. */
+    statementNames: on.includes('statement-names'),
+  };
+}
+
 /** The nested, camelCase configuration every other module receives (never process.env itself). */
 const schema = variables.transform((e) => ({
   nodeEnv: e.NODE_ENV,
@@ -333,6 +373,8 @@ const schema = variables.transform((e) => ({
   },
   transaction: { maxWaitMs: e.SINGULACOMP_TX_MAX_WAIT_MS, timeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS },
   refCacheMs: e.SINGULACOMP_REF_CACHE_MS,
+  /** Which fast paths run (SINGULACOMP_FAST_PATHS); each off one leaves its work to yoga or Prisma. */
+  fastPaths: fastPathsOf(e.SINGULACOMP_FAST_PATHS ?? FAST_PATHS),
   unavailableRetryAfterSeconds: e.SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS,
   jobs: {
     heartbeatSeconds: e.SINGULACOMP_JOB_HEARTBEAT_SECONDS,

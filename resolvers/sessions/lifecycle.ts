@@ -9,7 +9,7 @@ import type {
   SessionStatus,
   StopReason,
 } from '../../prisma/generated/client/client';
-import type { Db, RawSql } from '../platform';
+import type { Db, FindManySql, RawSql } from '../platform';
 import type { Logger } from '../platform';
 import { type Settled, createKeyedBatcher } from '../batch';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
@@ -18,7 +18,6 @@ import type { Events } from '../events/events';
 import { GitBranchExistsError } from '../git/errors';
 import type { GitService } from '../git/git';
 import { repoRef, resolveProjectRef } from '../git/project-repo';
-import { compileFindMany } from '../find-many-sql';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
 import type { Principal } from '../auth/principal';
@@ -39,8 +38,13 @@ const ADMISSION_BATCH = 100;
 
 export interface SessionLifecycleOptions {
   db: Db;
-  /** The same database without Prisma: a session page whose selection allows it is read through it. */
+  /** The same database without Prisma (statements on hot paths). */
   sql: RawSql;
+  /**
+   * Reads a session page whose selection allows it as one statement (a fast path, see
+   * server/fast-paths/README.md). @default none: Prisma reads every page
+   */
+  findManySql?: FindManySql;
   git: GitService;
   events: Events;
   logger: Logger;
@@ -272,7 +276,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     /**
      * The principal's account's sessions, newest first; `query` is the Prisma selection the GraphQL
      * connection needs. The account filter is the tenancy rule of every session list. A selection of
-     * scalars and to-one relations runs as one SQL statement (resolvers/find-many-sql.ts).
+     * scalars and to-one relations runs as one SQL statement when `findManySql` is given.
      */
     async list<Q extends { select?: unknown; include?: unknown }>(
       principal: Principal,
@@ -281,8 +285,8 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     ): Promise<Session[]> {
       const where = { accountId: principal.accountId, ...filter };
       const orderBy = [{ createdAt: 'desc' }, { id: 'desc' }] as const;
-      const compiled = compileFindMany('Session', { where, orderBy, query });
-      if (compiled) return (await compiled.run(options.sql)) as unknown as Session[];
+      const rows = options.findManySql?.('Session', { where, orderBy, query });
+      if (rows) return (await rows) as unknown as Session[];
       return db.session.findMany({ ...(query as object), where, orderBy: [...orderBy] });
     },
 

@@ -23,6 +23,22 @@ describe('parseEnv', () => {
     expect(message.split('\n')).toHaveLength(5);
   });
 
+  it.each([
+    [undefined, { http: true, jit: true, findManySql: true, statementNames: true }],
+    ['on', { http: true, jit: true, findManySql: true, statementNames: true }],
+    ['off', { http: false, jit: false, findManySql: false, statementNames: false }],
+    ['jit, statement-names', { http: false, jit: true, findManySql: false, statementNames: true }],
+  ])('SINGULACOMP_FAST_PATHS=%s turns the fast paths on or off', (value, fastPaths) => {
+    expect(parseEnv({ SINGULACOMP_FAST_PATHS: value }).fastPaths).toEqual(fastPaths);
+  });
+
+  it('refuses an unknown fast path, and the HTTP one without the compiled execution it runs', () => {
+    expect(() => parseEnv({ SINGULACOMP_FAST_PATHS: 'jit,yoga' })).toThrow(
+      /SINGULACOMP_FAST_PATHS\.1: each one of on, off, http, jit/,
+    );
+    expect(() => parseEnv({ SINGULACOMP_FAST_PATHS: 'http' })).toThrow(/http runs compiled: add jit/);
+  });
+
   it('reports malformed rate JSON beside the other problems', () => {
     expect(() => parseEnv({ SINGULACOMP_RATES: '{', HOST: '' })).toThrow(/SINGULACOMP_RATES: not JSON/);
   });

@@ -98,6 +98,11 @@ describe('layering', () => {
       'Dependencies point one way',
     ],
     ['resolvers/x.ts', "import { schema } from '../schema/index';", 'Dependencies point one way'],
+    [
+      'resolvers/sessions/x.ts',
+      "import { findManySql } from '../../server/fast-paths/find-many-sql';",
+      'Dependencies point one way',
+    ],
     ['schema/x.ts', "import { createPubSub } from '../server/pubsub';", 'Schema files call services'],
     [
       'image/x.ts',

@@ -13,6 +13,7 @@ import { parseEnv } from '../../server/env';
 import type { Logger } from '../../server/logger';
 import type { PubSub } from '../../resolvers/events/channels';
 import { type TestDatabase, createTestDatabase } from './database';
+import { FAST_PATHS_ENV } from './env';
 import { pgliteTemplate } from './pglite-template';
 import { killLocalSandboxes } from './spawn-server';
 
@@ -76,6 +77,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     SINGULACOMP_LOCAL_ENTRY: 'exec sleep 600',
     SINGULACOMP_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...FAST_PATHS_ENV,
     ...options.env,
   });
   const app = await buildApp({

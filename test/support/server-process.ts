@@ -10,6 +10,7 @@ import { freePort } from '../../contract/ports';
 import { localRunDir } from '../../resolvers/providers/local';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FAST_PATHS_ENV } from './env';
 import { testRunEnv } from './test-run';
 import { waitFor } from './wait';
 
@@ -121,6 +122,7 @@ async function startOnce(
       SINGULACOMP_TX_TIMEOUT_MS: '60000',
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+      ...FAST_PATHS_ENV,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
