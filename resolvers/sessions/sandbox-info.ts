@@ -29,7 +29,7 @@ export function tailOf(text: string, maxBytes: number): string {
   if (bytes.length <= maxBytes) return text;
   const tail = bytes.subarray(bytes.length - maxBytes).toString('utf8');
   const newline = tail.indexOf('\n');
-  return newline >= 0 && newline < 200 ? tail.slice(newline + 1) : tail;
+  return newline >= 0 && newline < 200 && newline < tail.length - 1 ? tail.slice(newline + 1) : tail;
 }
 
 export function createSandboxInfo(options: SandboxInfoOptions) {

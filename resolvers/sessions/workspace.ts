@@ -5,7 +5,7 @@
 import type { Db } from '../platform';
 import type { Principal } from '../auth/principal';
 import { assertCanReadSession } from '../auth/authz';
-import { NotFoundError, ValidationError } from '../errors';
+import { NotFoundError, badUserInput } from '../errors';
 import type { GitService, RepoRef } from '../git/git';
 import { repoRef } from './lifecycle';
 
@@ -64,7 +64,7 @@ const STATUS: Record<string, FileChangeStatus> = {
 export function cleanPath(path: string, field: string[]): string {
   const parts = path.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.some((p) => p === '..') || path.includes('\0'))
-    throw new ValidationError('path must stay inside the repository.', field);
+    throw badUserInput('path must stay inside the repository.', field);
   return parts.join('/');
 }
 
@@ -240,7 +240,7 @@ export function createWorkspaceService(options: WorkspaceServiceOptions) {
     async file(principal: Principal, sessionId: string, path: string): Promise<RepoFileView | null> {
       const { session, repo } = await sessionBranch(principal, sessionId);
       const file = cleanPath(path, ['path']);
-      if (!file) throw new ValidationError('path names a file.', ['path']);
+      if (!file) throw badUserInput('path names a file.', ['path']);
       const head = await headOf(repo, session.branchName);
       if (!head) return null;
       const size = await mirror(repo, ['cat-file', '-s', `${head}:${file}`]);
