@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
 import {
   AgentSessionDocument,
   DeleteSessionDocument,
@@ -74,6 +75,46 @@ describe('the session record outlives the sandbox', () => {
   afterAll(async () => {
     await restarted?.stop();
     await e?.stop();
+  });
+
+  test("a writer opens OpenCode's PTY over the agent route's WebSocket; a read-only token is refused", async () => {
+    const base = `${e.t.url}/v1/sessions/${sessionId}/agent`;
+    const created = await fetch(`${base}/pty`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${e.t.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ command: '/bin/sh', args: [] }),
+    });
+    expect(created.status).toBe(200);
+    const pty = (await created.json()) as { id: string };
+    const wsUrl = `${base.replace(/^http/, 'ws')}/pty/${pty.id}/connect`;
+
+    const socket = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${e.t.adminToken}` } });
+    let output = '';
+    socket.on('message', (data) => {
+      output += data.toString();
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    socket.send('echo pty-$((40 + 2))\n');
+    await waitFor(() => output.includes('pty-42'), 20_000, 'the shell to echo through the PTY');
+    socket.close();
+
+    const admin = await e.t.app.services.tokens.authenticate(`Bearer ${e.t.adminToken}`);
+    if (admin?.kind !== 'USER') throw new Error('the bootstrap token is a user token');
+    const { secret: reader } = await e.t.app.services.tokens.createPersonalAccessToken(admin, {
+      name: 'read-only',
+      scopes: ['sessions:read'],
+    });
+    const refused = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${reader}` } });
+    const status = await new Promise<number>((resolve, reject) => {
+      refused.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      refused.once('open', () => reject(new Error('a read-only token opened the PTY')));
+      refused.once('error', () => {});
+    });
+    refused.terminate();
+    expect(status).toBe(403);
   });
 
   test('a turn that runs a tool is recorded as it streams and still reads back after stopSession', async ({
