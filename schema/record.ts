@@ -137,17 +137,24 @@ builder.mutationField('deleteSession', (t) =>
 // --- Sandbox: ports, log tail, limits -------------------------------------------------------------
 
 builder.prismaObjectFields(SandboxRef, (t) => ({
-  ports: t.exposeIntList('ports', {
+  ports: t.intList({
     description:
       "TCP ports processes in the sandbox listen on, as its daemon last reported them (the daemon's and OpenCode's own excluded); empty once stopped.",
+    select: { id: true },
+    resolve: async (sandbox, _args, ctx) => (await ctx.services.sandboxInfo.ports(sandbox.id)).ports,
   }),
-  portsReportedAt: t.expose('portsReportedAt', { type: 'DateTime', nullable: true }),
+  portsReportedAt: t.field({
+    type: 'DateTime',
+    nullable: true,
+    select: { id: true },
+    resolve: async (sandbox, _args, ctx) => (await ctx.services.sandboxInfo.ports(sandbox.id)).reportedAt,
+  }),
   logTail: t.string({
     nullable: true,
     description:
       "The last bytes (default 16 KiB, at most 256 KiB) of the sandbox entry process's output: live while the provider keeps the sandbox, the copy kept at stop or failure afterwards. null: nothing to show.",
     args: { maxBytes: t.arg.int({ required: false }) },
-    select: { id: true, provider: true, providerSandboxId: true, logTail: true, status: true },
+    select: { id: true, provider: true, providerSandboxId: true },
     resolve: (sandbox, args, ctx) => ctx.services.sandboxInfo.tail(sandbox, args.maxBytes ?? null),
   }),
   memoryLimitEnforced: t.boolean({

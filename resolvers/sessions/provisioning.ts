@@ -113,13 +113,25 @@ export function createProvisioner(options: ProvisionerOptions) {
   }
 
   /** Closes the running interval: runningSeconds and the interval row get the same end time. */
-  /** The tail of a sandbox's entry log, read before the provider deletes it; null: none. */
-  async function keptLog(provider: SandboxProvider, providerSandboxId: string): Promise<string | null> {
-    if (!provider.logTail) return null;
-    return provider.logTail(providerSandboxId, KEPT_LOG_BYTES).catch((error: unknown) => {
-      log.warn({ providerSandboxId, err: (error as Error).message }, 'could not read the entry log');
-      return null;
-    });
+  /**
+   * Keeps the tail of a sandbox's entry log (Sandbox.logTail) before the provider deletes it, and
+   * clears its ports: nothing listens any more.
+   */
+  async function keepLog(
+    sandboxId: string,
+    provider: SandboxProvider,
+    providerSandboxId: string,
+  ): Promise<void> {
+    const logTail = provider.logTail
+      ? await provider.logTail(providerSandboxId, KEPT_LOG_BYTES).catch((error: unknown) => {
+          log.warn({ providerSandboxId, err: (error as Error).message }, 'could not read the entry log');
+          return null;
+        })
+      : null;
+    const data = { ports: [], ...(logTail === null ? {} : { logTail, logTailAt: new Date(now()) }) };
+    await db.sandboxReport
+      .upsert({ where: { sandboxId }, create: { sandboxId, ...data }, update: data })
+      .catch((error: unknown) => log.warn({ sandboxId, err: error }, 'could not keep the entry log'));
   }
 
   async function markHalted(
@@ -361,7 +373,7 @@ export function createProvisioner(options: ProvisionerOptions) {
         }
       }
       // The adapters remove what a failed create left behind; this covers a failure after it.
-      const logTail = provider && providerSandboxId ? await keptLog(provider, providerSandboxId) : null;
+      if (provider && providerSandboxId && sandboxId) await keepLog(sandboxId, provider, providerSandboxId);
       if (provider && providerSandboxId) {
         await provider.destroy(providerSandboxId).catch((destroyError: unknown) => {
           log.error(
@@ -372,11 +384,7 @@ export function createProvisioner(options: ProvisionerOptions) {
       }
       if (sandboxId) {
         const row = await db.sandbox.findUnique({ where: { id: sandboxId } });
-        if (row)
-          await markHalted(row, 'ERROR', {
-            error: reason.slice(0, 2_000),
-            ...(logTail ? { logTail } : {}),
-          }).catch(() => {});
+        if (row) await markHalted(row, 'ERROR', { error: reason.slice(0, 2_000) }).catch(() => {});
       }
       // A failure to record the failure propagates: the job retries it instead of leaving the
       // session PROVISIONING.
@@ -414,9 +422,8 @@ export function createProvisioner(options: ProvisionerOptions) {
       }
     }
     // The entry's log goes with the sandbox: its tail stays readable (Sandbox.logTail, R-REC-2).
-    const logTail =
-      sandbox.providerSandboxId && !gone ? await keptLog(provider, sandbox.providerSandboxId) : null;
-    const stopped = await markHalted(sandbox, gone ? 'DESTROYED' : 'STOPPED', logTail ? { logTail } : {});
+    if (sandbox.providerSandboxId && !gone) await keepLog(sandbox.id, provider, sandbox.providerSandboxId);
+    const stopped = await markHalted(sandbox, gone ? 'DESTROYED' : 'STOPPED');
     if (sandbox.providerSandboxId && !gone) {
       await provider.destroy(sandbox.providerSandboxId);
       await setSandbox(stopped.id, { status: 'DESTROYED' });

@@ -50,25 +50,27 @@ export function createSandboxInfo(options: SandboxInfoOptions) {
   return {
     /** Sandbox.logTail: the provider's live log while it has one, else the copy kept at the end. */
     async tail(
-      sandbox: { provider: ProviderName; providerSandboxId: string | null; logTail: string | null },
+      sandbox: { id: string; provider: ProviderName; providerSandboxId: string | null },
       maxBytes: number | null,
     ): Promise<string | null> {
       const limit = Math.min(Math.max(maxBytes ?? DEFAULT_LOG_TAIL_BYTES, 1), MAX_LOG_TAIL_BYTES);
       const live = sandbox.providerSandboxId
         ? await liveTail(sandbox.provider, sandbox.providerSandboxId, limit)
         : null;
-      const text = live ?? sandbox.logTail;
+      const kept = live
+        ? null
+        : await db.sandboxReport.findUnique({ where: { sandboxId: sandbox.id }, select: { logTail: true } });
+      const text = live ?? kept?.logTail ?? null;
       return text === null ? null : tailOf(text, limit);
     },
 
-    /** Reads the provider's log tail now and keeps it on the sandbox row (before it is destroyed). */
-    async keepTail(sandboxId: string): Promise<string | null> {
-      const sandbox = await db.sandbox.findUnique({ where: { id: sandboxId } });
-      if (!sandbox?.providerSandboxId) return sandbox?.logTail ?? null;
-      const text = await liveTail(sandbox.provider, sandbox.providerSandboxId, MAX_LOG_TAIL_BYTES);
-      if (text === null) return sandbox.logTail;
-      await db.sandbox.update({ where: { id: sandboxId }, data: { logTail: text } });
-      return text;
+    /** Sandbox.ports and portsReportedAt (none reported yet: empty). */
+    async ports(sandboxId: string): Promise<{ ports: number[]; reportedAt: Date | null }> {
+      const report = await db.sandboxReport.findUnique({
+        where: { sandboxId },
+        select: { ports: true, portsReportedAt: true },
+      });
+      return { ports: report?.ports ?? [], reportedAt: report?.portsReportedAt ?? null };
     },
 
     limitsEnforced(provider: ProviderName): { memory: boolean; cpu: boolean } {
@@ -87,10 +89,8 @@ export function createSandboxInfo(options: SandboxInfoOptions) {
       if (input.ports.some((p) => !Number.isInteger(p) || p < 1 || p > 65_535))
         throw new ValidationError('Ports are 1 to 65535.', ['input', 'ports']);
       const ports = [...new Set(input.ports)].sort((a, b) => a - b);
-      await db.sandbox.update({
-        where: { id: sandboxId },
-        data: { ports, portsReportedAt: new Date(now()) },
-      });
+      const data = { ports, portsReportedAt: new Date(now()) };
+      await db.sandboxReport.upsert({ where: { sandboxId }, create: { sandboxId, ...data }, update: data });
       return { ports };
     },
   };

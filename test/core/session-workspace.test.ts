@@ -152,7 +152,9 @@ describe('the session branch, ports and logs through the API', () => {
       .session!.sandbox!;
     expect(after.status).toBe('DESTROYED');
     expect(after.ports).toEqual([]);
-    const row = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: other.sandboxId } });
+    const row = await t.app.services.db.sandboxReport.findUniqueOrThrow({
+      where: { sandboxId: other.sandboxId },
+    });
     expect(row.logTail).toContain('hello-from-entry');
     expect(after.logTail).toBe(row.logTail!.slice(-5));
   });
