@@ -1,6 +1,6 @@
 // What the session record costs per forwarded agent event (R-REC-1). reportAgentEvents appends each
 // batch to the event log (the sessionEvents stream) and, since the record, writes the same batch
-// into SessionRecordMessage/SessionRecordPart in one statement alongside. Measured on one server
+// into SessionRecordMessage/SessionRecordPart in one statement before it. Measured on one server
 // against real PostgreSQL, in alternating rounds on fresh sessions: the event-log append alone
 // (baseline) against the append plus the record write, for the events of realistic turns (a user
 // message, streamed text deltas, a bash tool call through pending/running/completed with 2 KiB of
@@ -75,12 +75,13 @@ async function run(): Promise<BenchResult[]> {
           const raw = events.slice(i, i + BATCH);
           const mapped = raw.map((event) => agentEventFrom(event, url)).filter((e) => e !== null);
           const started = performance.now();
-          const append = Promise.all(
+          // As reportAgentEvents does: the record first, then the event-log append.
+          if (withRecord) await record.ingest(sessionId, raw, url);
+          await Promise.all(
             mapped.map((event) =>
               pubsub.publish('sessionEvents', sessionId, { sessionId, accountId, event }),
             ),
           );
-          await (withRecord ? Promise.all([append, record.ingest(sessionId, raw, url)]) : append);
           perEvent.push(((performance.now() - started) * 1_000) / raw.length);
         }
       }

@@ -339,6 +339,7 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     apiUrl: options.apiUrl,
     record,
+    sql: options.database.raw,
   });
   const access = createAccessService({
     db,

@@ -9,6 +9,7 @@ import {
 } from '../resolvers/gateway/conversation';
 import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput } from '../resolvers/errors';
+import type { Principal } from '../resolvers/auth/principal';
 import type { AgentEventPayload, Envelope } from '../resolvers/events/channels';
 import { builder } from './builder';
 import { COMMON_ERRORS, ErrorInterface } from './errors';
@@ -195,6 +196,16 @@ builder.mutationField('reportAgentEvents', (t) =>
   }),
 );
 
+/** `first`, then everything `rest` yields; ending early ends `rest` too. */
+async function* prepend<T>(first: readonly T[], rest: AsyncIterableIterator<T>): AsyncGenerator<T> {
+  try {
+    for (const item of first) yield item;
+    yield* rest;
+  } finally {
+    await rest.return?.();
+  }
+}
+
 // --- sessionEvents --------------------------------------------------------------------------------
 
 const AgentEventKindEnum = builder.enumType('AgentEventKind', {
@@ -232,7 +243,11 @@ builder.subscriptionField('sessionEvents', (t) =>
     authScopes: { authenticated: true },
     args: {
       sessionId: t.arg.id(),
-      after: t.arg.int({ required: false, description: 'Replay the events with a greater seq first.' }),
+      after: t.arg.int({
+        required: false,
+        description:
+          "Replay the events with a greater seq first. When the event log no longer keeps them (it keeps an hour), the session's record is replayed instead: each message, then each part with its whole state, all carrying the stream's current seq.",
+      }),
     },
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.sessionId, 'Session', 'sessionId');
@@ -240,9 +255,23 @@ builder.subscriptionField('sessionEvents', (t) =>
       const session = await ctx.services.db.session.findUnique({ where: { id } });
       if (!session) throw badUserInput('No session with that id.', ['sessionId']);
       assertCanReadSession(ctx.principal!, session);
-      return follow(ctx, 'sessionEvents', id, after, (principal, payload) =>
-        assertCanReadSession(principal, { id: payload.sessionId, accountId: payload.accountId }),
+      const check = (principal: Principal, payload: { sessionId: string; accountId: string }) =>
+        assertCanReadSession(principal, { id: payload.sessionId, accountId: payload.accountId });
+      // A resume the event log no longer keeps starts from the record instead of failing.
+      const fromRecord =
+        after === null
+          ? null
+          : await ctx.services.conversation.replayFromRecord(ctx.principal!, session, after);
+      if (!fromRecord) return follow(ctx, 'sessionEvents', id, after, check);
+      const envelopes = fromRecord.events.map(
+        (event): Envelope<'sessionEvents'> => ({
+          topic: 'sessionEvents',
+          key: id,
+          seq: fromRecord.seq,
+          payload: { sessionId: id, accountId: session.accountId, event },
+        }),
       );
+      return prepend(envelopes, follow(ctx, 'sessionEvents', id, fromRecord.seq, check));
     },
     resolve: (event: Envelope<'sessionEvents'>) => ({ ...event.payload.event, seq: event.seq }),
   }),

@@ -2,7 +2,7 @@
 // daemon, Session.messages reads its transcript, and the events the daemon forwards become the
 // sessionEvents stream (through the event log, so seq/resume work like every other stream).
 import type { Db } from '../platform';
-import type { Logger } from '../platform';
+import type { Logger, RawSql } from '../platform';
 import type { AgentEventPayload, PubSub } from '../events/channels';
 import { assertCanReadSession, assertCanWriteSession } from '../auth/authz';
 import type { Principal } from '../auth/principal';
@@ -171,6 +171,7 @@ export interface ConversationServiceOptions {
   logger: Logger;
   /** SINGULACOMP API base URL clients use (attachment URLs). */
   apiUrl: () => string;
+  sql: RawSql;
   /** Where the forwarded events are kept (Session.messages reads it): resolvers/sessions/record.ts. */
   record: ConversationRecord;
 }
@@ -279,6 +280,45 @@ export function createConversationService(options: ConversationServiceOptions) {
       return options.record.messages(principal, session);
     },
 
+    /**
+     * sessionEvents with `after` whose next event the log no longer keeps (pruned after an hour):
+     * the record as events (each message, then each part with its whole state), stamped with the
+     * stream's current seq, to be followed live from that seq. null: the log can replay it.
+     */
+    async replayFromRecord(
+      principal: Principal,
+      session: { id: string; accountId: string },
+      after: number,
+    ): Promise<{ seq: number; events: AgentEventPayload[] } | null> {
+      const seq = await pubsub.currentSeq('sessionEvents', session.id);
+      if (seq <= after) return null;
+      const kept = await options.sql.query<{ n: number }>(
+        `SELECT count(*)::int AS "n" FROM "RealtimeEvent" WHERE "topic" = 'sessionEvents' AND "key" = $1 AND "seq" = $2`,
+        [session.id, after + 1],
+      );
+      if (Number(kept[0]?.n ?? 0) > 0) return null;
+      const events: AgentEventPayload[] = [];
+      for (const message of await options.record.messages(principal, session)) {
+        events.push({
+          kind: 'MESSAGE_UPDATED',
+          opencodeSessionId: null,
+          messageId: message.id,
+          role: message.role,
+          ...(message.error ? { error: message.error } : {}),
+        });
+        for (const part of message.parts) {
+          events.push({
+            kind: part.type === 'tool' ? 'TOOL_CALL' : 'PART_UPDATED',
+            opencodeSessionId: null,
+            messageId: message.id,
+            partId: part.id,
+            part: part as unknown as Json,
+          });
+        }
+      }
+      return { seq, events };
+    },
+
     /** reportAgentEvents: the sandbox token of the session forwards OpenCode's events, in order. */
     async report(principal: Principal | null, input: { sessionId: string; events: readonly string[] }) {
       if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report agent events.');
@@ -309,16 +349,16 @@ export function createConversationService(options: ConversationServiceOptions) {
         const event = agentEventFrom(obj(json), url);
         if (event) mapped.push(event);
       });
-      // Appends enter the event log's queue in call order, so seqs follow OpenCode's order. The
-      // record is written alongside; the daemon sends its next batch only after this answer.
-      const [seqs] = await Promise.all([
-        Promise.all(
-          mapped.map((event) =>
-            pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),
-          ),
+      // The record first: an event in the log is always in the record too, so a replay the log can
+      // no longer serve is served from the record (replayFromRecord). Appends enter the event log's
+      // queue in call order, so seqs follow OpenCode's order; the daemon sends its next batch only
+      // after this answer.
+      await options.record.ingest(sessionId, raw, url);
+      const seqs = await Promise.all(
+        mapped.map((event) =>
+          pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),
         ),
-        options.record.ingest(sessionId, raw, url),
-      ]);
+      );
       if (seqs.some((seq) => seq === null)) throw new Error('agent events could not be logged');
       return { accepted: mapped.length };
     },

@@ -12,11 +12,13 @@ import {
   DeleteSessionDocument,
   SandboxDiagnosticsDocument,
   SendMessageDocument,
+  SessionEventsDocument,
   SessionRecordDocument,
   StopSessionDocument,
 } from '../generated/graphql';
 import type { StubModelRequest } from '../fixtures/stub-model';
 import { createProject, startSession } from '../leases/helpers';
+import { openSocket, watch } from '../realtime/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
@@ -187,6 +189,31 @@ describe('the session record outlives the sandbox', () => {
     );
     const anonymous = await fetch(recordUrl);
     expect(anonymous.status).toBe(401);
+  });
+
+  test('a sessionEvents resume the event log no longer keeps is served from the record', async () => {
+    const t = restarted!;
+    const current = await t.app.services.pubsub.currentSeq('sessionEvents', sessionId);
+    expect(current).toBeGreaterThan(0);
+    // What the hourly prune does to a stream older than an hour.
+    await t.app.services.database.raw.query(`DELETE FROM "RealtimeEvent" WHERE "key" = $1`, [sessionId]);
+    const socket = openSocket(t.wsUrl, e.t.adminToken);
+    try {
+      const stream = watch(socket, SessionEventsDocument, { sessionId, after: 0 });
+      const record = (await readRecord(t, sessionId))!.messages.edges.map((edge) => edge.node);
+      const expected = record.length + record.reduce((n, m) => n + m.parts.length, 0);
+      const events = (await stream.waitForEvents(expected)).map((r) => r.data.sessionEvents);
+      expect(events.every((ev) => ev.seq === current)).toBe(true);
+      expect(
+        events.filter((ev) => ev.kind === 'MESSAGE_UPDATED').map((ev) => [ev.messageId, ev.role]),
+      ).toEqual(record.map((m) => [m.id, m.role]));
+      const tool = events.find((ev) => ev.kind === 'TOOL_CALL');
+      expect(tool?.part).toMatchObject({ type: 'tool', tool: 'bash', toolStatus: 'completed' });
+      expect(events.filter((ev) => ev.kind === 'TEXT_DELTA')).toEqual([]);
+      stream.unsubscribe();
+    } finally {
+      await socket.dispose();
+    }
   });
 
   test('deleteSession by its owner removes the session and its record', async () => {
