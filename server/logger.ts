@@ -1,10 +1,12 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { currentRequestId } from './faults';
 
 export interface LoggerOptions {
   /** @default 'json' */
   format?: 'pretty' | 'json';
+  /** Where JSON lines go. @default stdout */
+  destination?: DestinationStream;
 }
 
 /**
@@ -34,7 +36,8 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
       return requestId ? { requestId } : {};
     },
   };
-  if (options.format !== 'pretty') return pino(settings);
+  if (options.format !== 'pretty')
+    return options.destination ? pino(settings, options.destination) : pino(settings);
   return pino(
     settings,
     pretty({

@@ -26,6 +26,8 @@ export interface TestAppOptions {
   dataDir?: string;
   /** The server's clock for time-based rules (see clock.ts). @default Date.now */
   now?: () => number;
+  /** The server's root logger (a test reading log lines). @default silent */
+  logger?: import('../../server/logger').Logger;
 }
 
 export interface GqlResult<T> {
@@ -75,7 +77,13 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...options.env,
   });
-  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub, now: options.now });
+  const app = await buildApp({
+    env,
+    providers: options.providers,
+    pubsub: options.pubsub,
+    now: options.now,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
   try {
     await app.start();
   } catch (error) {
