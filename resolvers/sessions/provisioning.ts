@@ -445,10 +445,19 @@ export function createProvisioner(options: ProvisionerOptions) {
   ): Promise<{ state: SandboxState; ended: boolean }> {
     const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
     if (!sandbox.providerSandboxId) return { state: sandbox.status as SandboxState, ended: false };
-    const state = await providers.get(sandbox.provider).status(sandbox.providerSandboxId);
+    const provider = providers.get(sandbox.provider);
+    const state = await provider.status(sandbox.providerSandboxId);
     const gone = state === 'DESTROYED' && sandbox.status !== 'DESTROYED';
     const halted = (state === 'STOPPED' || state === 'HIBERNATED') && sandbox.status === 'STARTED';
     if (gone) await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
+    // Nothing stops a LOCAL entry without ending its session first: one that halted crashed, also
+    // when no server process was watching it exit (a restart in between).
+    if (halted && !failure && provider.name === 'LOCAL') {
+      const tail = await provider.logTail?.(sandbox.providerSandboxId, 1_500).catch(() => null);
+      failure = `The sandbox's entry process exited while no server process watched it${
+        tail?.trim() ? `; last lines of its log:\n${tail.trimEnd()}` : ''
+      }`;
+    }
     // With a failure (a LOCAL entry that exited on its own) the session fails with that reason.
     if ((gone || halted) && failure) await options.onFailed(sandbox.sessionId, failure);
     else if (gone || halted) await options.onProviderEnded?.(sandbox.sessionId);

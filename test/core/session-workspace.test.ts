@@ -1,7 +1,8 @@
 // The workspace view's server side (R-REC-1, R-REC-2) on a real server, PostgreSQL and git: the
 // session branch's diff, tree and files from the mirror (also once the upstream is gone), the ports
 // a daemon reports, the live and kept log tail, the record's writes and its retention.
-import { renameSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ApiClient } from '../../agent/api-client';
 import { createLogger } from '../../agent/logger';
@@ -42,7 +43,8 @@ describe('the session branch, ports and logs through the API', () => {
     });
   });
   afterAll(async () => {
-    await t?.stop();
+    // The last test stopped this server's app already; stop() still drops its database.
+    await t?.stop().catch(() => {});
     repo?.remove();
   });
 
@@ -246,6 +248,35 @@ describe('the session branch, ports and logs through the API', () => {
     expect(await record.prune()).toBe(5);
     expect(await t.app.services.db.sessionRecordMessage.count({ where: { sessionId } })).toBe(0);
     expect(await t.app.services.db.sessionRecordMessage.count({ where: { sessionId: s.sessionId } })).toBe(1);
+  });
+
+  test('a LOCAL entry that ended while no server watched fails its session with the log tail on the next pass', async () => {
+    const lost = await startSession(t, await createProject(t, repo.url));
+    const sandbox = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: lost.sandboxId } });
+    const dir = join(t.dataDir, 'sandboxes', sandbox.providerSandboxId!);
+    await waitFor(
+      () => existsSync(join(dir, 'entry.log')) && readFileSync(join(dir, 'entry.log'), 'utf8').length > 0,
+    );
+    await t.app.stop();
+    process.kill(-Number(readFileSync(join(dir, 'entry.pid'), 'utf8')), 'SIGKILL');
+    const next = await startTestApp({
+      databaseUrl: t.database!.url,
+      dataDir: t.dataDir,
+      env: { SINGULACOMP_LOCAL_ENTRY: 'echo hello-from-entry; exec sleep 600' },
+    });
+    try {
+      await next.app.services.reconciler.reconcile();
+      const session = await waitFor(async () => {
+        const row = await next.app.services.db.session.findUniqueOrThrow({ where: { id: lost.sessionId } });
+        return row.status === 'FAILED' ? row : null;
+      });
+      expect(session.failureReason).toMatch(
+        /^The sandbox's entry process exited while no server process watched it/,
+      );
+      expect(session.failureReason).toContain('hello-from-entry');
+    } finally {
+      await next.stop();
+    }
   });
 });
 
