@@ -125,7 +125,7 @@ builder.mutationField('deleteSession', (t) =>
       fields: (f) => ({ deletedSessionId: f.exposeID('deletedSessionId', { description: 'The raw UUID.' }) }),
     }),
     description:
-      'Deletes an ended session (STOPPED or FAILED) with its record, sandbox row and telemetry: the user who created it, or an account admin. Its git branch stays.',
+      "Deletes an ended session's (STOPPED or FAILED) record: its messages and parts, initial prompt, kept log tail, ports and telemetry; the user who created it or an account admin may. The session itself stays with its status, usage (billing), change requests and git branch; its messages are then empty.",
     authScopes: { human: true },
     errors: { types: COMMON_ERRORS },
     args: { input: t.arg({ type: DeleteSessionInput }) },

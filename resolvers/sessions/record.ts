@@ -359,14 +359,15 @@ export function createSessionRecord(options: SessionRecordOptions) {
     },
 
     /**
-     * deleteSession: an ended session, its record, sandbox row and telemetry go; the user who created
-     * it or an account admin may. The branch stays in the repository.
+     * deleteSession: the record of an ended session goes (messages, parts, the kept log tail and
+     * ports, telemetry samples); the creator or an account admin may. The session row stays, as do its
+     * sandbox's running intervals (usage and billing), its change requests and its git branch.
      */
     async deleteSession(principal: Principal, input: { sessionId: string }) {
       assertHuman(principal);
       assertScope(principal, 'sessions:write');
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
-      const session = await db.session.findUnique({ where: { id: sessionId } });
+      const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
       if (!session || session.accountId !== principal.accountId)
         throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
       const owner = principal.kind === 'USER' && principal.userId === session.userId;
@@ -376,8 +377,19 @@ export function createSessionRecord(options: SessionRecordOptions) {
       if (session.status !== 'STOPPED' && session.status !== 'FAILED') {
         throw new ConflictError(`Stop the session first (it is ${session.status}).`, ['input', 'sessionId']);
       }
-      await db.session.delete({ where: { id: sessionId } });
-      log.info({ sessionId, accountId: session.accountId }, 'session deleted');
+      const sandboxId = session.sandbox?.id ?? null;
+      await db.$transaction([
+        db.sessionRecordPart.deleteMany({ where: { sessionId } }),
+        db.sessionRecordMessage.deleteMany({ where: { sessionId } }),
+        ...(sandboxId
+          ? [
+              db.sandboxReport.deleteMany({ where: { sandboxId } }),
+              db.telemetrySample.deleteMany({ where: { sandboxId } }),
+            ]
+          : []),
+        db.session.update({ where: { id: sessionId }, data: { prompt: null } }),
+      ]);
+      log.info({ sessionId, accountId: session.accountId }, 'session record deleted');
       return { deletedSessionId: sessionId };
     },
 

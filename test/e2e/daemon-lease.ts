@@ -275,7 +275,9 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       // and fails the session, saying how, without waiting for the lease to expire: no reaper fenced it.
       expect(stopped.stopReason).toBe('FAILED');
       const row = await e.t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
-      expect(row.failureReason).toMatch(/^The sandbox's entry process (exited with code \d+|was killed by SIG\w+)/);
+      expect(row.failureReason).toMatch(
+        /^The sandbox's entry process (exited with code \d+|was killed by SIG\w+)/,
+      );
       const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
         where: { sandboxId: s.sandboxId },
       });

@@ -216,25 +216,33 @@ describe('the session record outlives the sandbox', () => {
     }
   });
 
-  test('deleteSession by its owner removes the session and its record', async () => {
+  test("deleteSession by its owner removes the session's record; usage stays", async () => {
     const t = restarted!;
+    const db = t.app.services.db;
+    const sandbox = await db.sandbox.findUniqueOrThrow({ where: { sessionId } });
+    const intervals = await db.sandboxInterval.count({ where: { sandboxId: sandbox.id } });
+    expect(intervals).toBeGreaterThan(0);
+    expect(await db.sandboxReport.count({ where: { sandboxId: sandbox.id } })).toBe(1);
     const other = await t.seedAccount();
     const foreign = await t.request(DeleteSessionDocument, { input: { sessionId } }, other.token);
     expect(foreign.data?.deleteSession).toMatchObject({ code: 'NOT_FOUND' });
+    expect(await db.sessionRecordPart.count({ where: { sessionId } })).toBeGreaterThan(0);
 
     const deleted = await t.request(DeleteSessionDocument, { input: { sessionId } }, e.t.adminToken);
     expect(deleted.data?.deleteSession).toEqual({
       __typename: 'DeleteSessionSuccess',
       deletedSessionId: sessionId,
     });
-    expect(await readRecord(t, sessionId).catch(() => null)).toBeNull();
-    const db = t.app.services.db;
+    const after = await readRecord(t, sessionId);
+    expect(after!.messages.edges).toEqual([]);
     expect(await db.sessionRecordMessage.count({ where: { sessionId } })).toBe(0);
     expect(await db.sessionRecordPart.count({ where: { sessionId } })).toBe(0);
+    expect(await db.sandboxReport.count({ where: { sandboxId: sandbox.id } })).toBe(0);
+    expect(await db.sandboxInterval.count({ where: { sandboxId: sandbox.id } })).toBe(intervals);
     const download = await fetch(`${t.url}/v1/sessions/${sessionId}/record`, {
       headers: { authorization: `Bearer ${e.t.adminToken}` },
     });
-    expect(download.status).toBe(404);
+    expect(((await download.json()) as { messages: unknown[] }).messages).toEqual([]);
   });
 });
 
