@@ -3,7 +3,7 @@
 // what a provider enforces; reportSandboxPorts for the daemon. Rules live in
 // resolvers/sessions/record.ts, resolvers/sessions/workspace.ts and
 // resolvers/sessions/sandbox-info.ts.
-import { builder } from './builder';
+import { type Context, builder } from './builder';
 import { COMMON_ERRORS } from './errors';
 import { SandboxRef } from './sandboxes';
 import type {
@@ -136,18 +136,28 @@ builder.mutationField('deleteSession', (t) =>
 
 // --- Sandbox: ports, log tail, limits -------------------------------------------------------------
 
+/** One read of a sandbox's report per request, however many of its fields are selected. */
+const reports = new WeakMap<Context, Map<string, ReturnType<Context['services']['sandboxInfo']['ports']>>>();
+function portsOf(ctx: Context, sandboxId: string) {
+  const byId = reports.get(ctx) ?? new Map();
+  reports.set(ctx, byId);
+  const report = byId.get(sandboxId) ?? ctx.services.sandboxInfo.ports(sandboxId);
+  byId.set(sandboxId, report);
+  return report;
+}
+
 builder.prismaObjectFields(SandboxRef, (t) => ({
   ports: t.intList({
     description:
       "TCP ports processes in the sandbox listen on, as its daemon last reported them (the daemon's and OpenCode's own excluded); empty once stopped.",
     select: { id: true },
-    resolve: async (sandbox, _args, ctx) => (await ctx.services.sandboxInfo.ports(sandbox.id)).ports,
+    resolve: async (sandbox, _args, ctx) => (await portsOf(ctx, sandbox.id)).ports,
   }),
   portsReportedAt: t.field({
     type: 'DateTime',
     nullable: true,
     select: { id: true },
-    resolve: async (sandbox, _args, ctx) => (await ctx.services.sandboxInfo.ports(sandbox.id)).reportedAt,
+    resolve: async (sandbox, _args, ctx) => (await portsOf(ctx, sandbox.id)).reportedAt,
   }),
   logTail: t.string({
     nullable: true,
