@@ -29,7 +29,13 @@ import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
-import { UNEXPECTED_ERROR_MESSAGE, createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import {
+  UNEXPECTED_ERROR_MESSAGE,
+  createErrorMasker,
+  currentRequestId,
+  requestIdFrom,
+  withRequestId,
+} from './faults';
 import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
@@ -45,6 +51,7 @@ import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
 import type { Socket } from 'node:net';
 import { createAgentProxy } from './agent-proxy';
+import { createRecordDownload } from './record-download';
 import { createDaemonProxy } from './daemon-proxy';
 import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
@@ -250,6 +257,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     providers,
     apiUrl: () => env.publicUrl ?? url,
     ...(env.fastPaths.findManySql ? { findManySql: findManySql(database.raw) } : {}),
+    requestScope: { current: currentRequestId, run: withRequestId },
     onAdmissionRefused: () => metrics.admissionRefusals.inc(),
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
@@ -321,6 +329,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     proxy: daemonProxy,
     logger,
   });
+  const recordDownload = createRecordDownload({ services, logger });
   const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
   const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
 
@@ -382,6 +391,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (llmGateway.matches(path)) {
       track(res, 'llm');
       await llmGateway.handle(req, res);
+      return;
+    }
+    if (recordDownload.matches(path)) {
+      track(res, 'record');
+      await withRequestId(requestId, () => recordDownload.handle(req, res, path));
       return;
     }
     if (agentProxy.matches(path)) {
