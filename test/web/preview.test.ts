@@ -55,6 +55,7 @@ describe('preview and share link on the session page', () => {
   test('a sandbox port opens in the iframe, and a share link opens without a token', async () => {
     const { page } = w;
     await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
+    await page.getByRole('tab', { name: 'Preview' }).click();
     await page.getByLabel('Port', { exact: true }).fill(String(appPort));
     await page.getByRole('button', { name: 'Open preview' }).click();
     const frame = page.frameLocator(`iframe[title="Preview of port ${appPort}"]`);

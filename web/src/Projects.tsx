@@ -6,39 +6,90 @@ import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { ConfirmButton } from './Confirm';
 import { Problem, problemFromError, useMutationProblem } from './errors';
+import { EMPTY_PROJECT, type ProjectFields, ProjectForm } from './ProjectForm';
 import {
+  CreateProjectDocument,
   CreateTriggerDocument,
   DeleteTriggerDocument,
   PauseTriggerDocument,
   ProjectListDocument,
+  SyncProjectManifestDocument,
   ProjectPageDocument,
   SetSecretDocument,
   type TriggerKind,
   type TriggerViewFragment,
 } from './generated/graphql';
-import { linkProps } from './router';
+import { linkProps, navigate } from './router';
 import { ShownOnce } from './ShownOnce';
 
 export function Projects() {
-  const [list] = useQuery({ query: ProjectListDocument });
+  const [list, refetch] = useQuery({ query: ProjectListDocument });
+  const [creating, create] = useMutation(CreateProjectDocument);
+  const { problem, settle } = useMutationProblem();
+  const [invalidField, setInvalidField] = useState<string | null>(null);
   if (list.error) return <Problem problem={problemFromError(list.error)} />;
   const projects = list.data?.viewer.projects.edges.map((edge) => edge.node) ?? [];
+
+  async function onCreate(fields: ProjectFields): Promise<boolean> {
+    setInvalidField(null);
+    const pending = create({ input: projectInput(fields) });
+    const created = await settle(pending, (data) => data.createProject, 'CreateProjectSuccess');
+    if (!created) {
+      const payload = (await pending).data?.createProject;
+      if (payload?.__typename === 'ValidationError') setInvalidField(payload.field?.at(-1) ?? null);
+      return false;
+    }
+    refetch({ requestPolicy: 'network-only' });
+    navigate(`/projects/${encodeURIComponent(created.project.id)}`);
+    return true;
+  }
+
   return (
-    <section className="card" aria-labelledby="projects-title">
-      <h1 id="projects-title">Projects</h1>
-      {list.data && projects.length === 0 && <p>No projects yet: create one through the API.</p>}
-      <ul className="plain" data-testid="projects">
-        {projects.map((p) => (
-          <li key={p.id}>
-            <a {...linkProps(`/projects/${encodeURIComponent(p.id)}`)}>{p.name}</a>{' '}
-            <span className="muted">
-              {p.provider} · {p.defaultBranch} · <span className="mono">{p.repositoryUrl}</span>
-            </span>
-          </li>
-        ))}
-      </ul>
-    </section>
+    <>
+      <section className="card" aria-labelledby="projects-title">
+        <h1 id="projects-title">Projects</h1>
+        {list.data && projects.length === 0 && (
+          <p data-testid="no-projects">
+            No projects yet: <a href="#new-project">create one with the form below</a> from a repository URL
+            or a local path.
+          </p>
+        )}
+        <ul className="plain" data-testid="projects">
+          {projects.map((p) => (
+            <li key={p.id}>
+              <a {...linkProps(`/projects/${encodeURIComponent(p.id)}`)}>{p.name}</a>{' '}
+              <span className="muted">
+                {p.provider} · {p.defaultBranch} · <span className="mono">{p.repositoryUrl}</span>
+              </span>
+            </li>
+          ))}
+        </ul>
+      </section>
+      <section className="card" aria-labelledby="new-project-title">
+        <h2 id="new-project-title">New project</h2>
+        <ProjectForm
+          id="new-project"
+          initial={EMPTY_PROJECT}
+          submitLabel={creating.fetching ? 'Creating…' : 'Create project'}
+          busy={creating.fetching}
+          problem={problem}
+          invalidField={invalidField}
+          onSubmit={onCreate}
+        />
+      </section>
+    </>
   );
+}
+
+/** The form's fields as mutation input: empty optional fields are left out (the API's defaults). */
+function projectInput(fields: ProjectFields) {
+  return {
+    name: fields.name.trim(),
+    repositoryUrl: fields.repositoryUrl.trim(),
+    ...(fields.gitCredential ? { gitCredential: fields.gitCredential } : {}),
+    ...(fields.provider ? { provider: fields.provider } : {}),
+    ...(fields.defaultBranch.trim() ? { defaultBranch: fields.defaultBranch.trim() } : {}),
+  };
 }
 
 export function ProjectPage({ id }: { id: string }) {
@@ -54,11 +105,13 @@ export function ProjectPage({ id }: { id: string }) {
           {project.provider} · default branch <span className="mono">{project.defaultBranch}</span> ·{' '}
           <span className="mono">{project.repositoryUrl}</span>
         </p>
-        <p>
-          {project.manifestCommit
-            ? `Manifest from ${project.manifestCommit.slice(0, 8)}, synced ${new Date(project.manifestSyncedAt ?? '').toLocaleString()}.`
-            : 'No manifest synced: sessions use the default template.'}
-        </p>
+        <ManifestSync
+          projectId={project.id}
+          defaultBranch={project.defaultBranch}
+          commit={project.manifestCommit}
+          syncedAt={project.manifestSyncedAt}
+          onSynced={() => refetch({ requestPolicy: 'network-only' })}
+        />
       </section>
       <section className="card" aria-labelledby="templates-title">
         <h2 id="templates-title">Templates</h2>
@@ -90,6 +143,75 @@ export function ProjectPage({ id }: { id: string }) {
         onChanged={() => refetch({ requestPolicy: 'network-only' })}
       />
     </>
+  );
+}
+
+/** The manifest's commit and a re-sync: the templates are read again from the default branch. */
+function ManifestSync({
+  projectId,
+  defaultBranch,
+  commit,
+  syncedAt,
+  onSynced,
+}: {
+  projectId: string;
+  defaultBranch: string;
+  commit: string | null;
+  syncedAt: string | null;
+  onSynced(): void;
+}) {
+  const [syncing, sync] = useMutation(SyncProjectManifestDocument);
+  const { problem, settle } = useMutationProblem();
+  const [result, setResult] = useState<{ commit: string; warnings: string[] } | null>(null);
+  const [problems, setProblems] = useState<{ field: string[]; message: string }[]>([]);
+
+  async function onSync() {
+    setResult(null);
+    setProblems([]);
+    const pending = sync({ input: { projectId } });
+    const synced = await settle(pending, (data) => data.syncProjectManifest, 'SyncProjectManifestSuccess');
+    if (synced) {
+      setResult({ commit: synced.commit, warnings: synced.warnings });
+      onSynced();
+      return;
+    }
+    const payload = (await pending).data?.syncProjectManifest;
+    if (payload?.__typename === 'ManifestInvalidError') setProblems(payload.problems);
+  }
+
+  return (
+    <div className="manifest">
+      <div className="section-head">
+        <p data-testid="manifest-state">
+          {commit
+            ? `Manifest from ${commit.slice(0, 8)}, synced ${new Date(syncedAt ?? '').toLocaleString()}.`
+            : 'No manifest synced: sessions use the default template.'}
+        </p>
+        <button type="button" disabled={syncing.fetching} onClick={() => void onSync()}>
+          {syncing.fetching ? 'Syncing…' : 'Re-sync manifest'}
+        </button>
+      </div>
+      {result && (
+        <p role="status">
+          Read the manifest at {result.commit.slice(0, 8)} on <span className="mono">{defaultBranch}</span>.
+        </p>
+      )}
+      {result?.warnings.map((w) => (
+        <p key={w} className="warning">
+          {w}
+        </p>
+      ))}
+      <Problem problem={problem} />
+      {problems.length > 0 && (
+        <ul className="problem" aria-label="Manifest problems">
+          {problems.map((p) => (
+            <li key={`${p.field.join('.')}:${p.message}`}>
+              <span className="mono">{p.field.join('.')}</span>: {p.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
   );
 }
 

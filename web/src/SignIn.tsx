@@ -73,6 +73,21 @@ export function SignIn({
         )}
         <Problem problem={problem} />
       </form>
+      <section className="hint" aria-labelledby="token-where">
+        <h2 id="token-where">Where is my token?</h2>
+        <ul>
+          <li>
+            On a server you started with <code>npm start</code>: the first start prints the token and a
+            sign-in link, and keeps the token in <code>.data/bootstrap-token</code> in the server’s directory
+            (under <code>SINGULACOMP_DATA_DIR</code> when that is set). <code>cat .data/bootstrap-token</code>{' '}
+            shows it.
+          </li>
+          <li>
+            Somebody else’s server: ask an account admin for a personal access token (Account → Tokens, or an
+            invitation).
+          </li>
+        </ul>
+      </section>
     </main>
   );
 }
