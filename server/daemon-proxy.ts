@@ -14,9 +14,15 @@ export interface ForwardOptions {
   allowFraming?: boolean;
   /** Cookie names of ours to remove before the request reaches the sandbox. */
   dropCookies?: readonly string[];
+  /**
+   * WebSocket only: the subprotocol the 101 answer names. The caller offered it (next to its
+   * credential, which is not forwarded) and a browser fails a handshake that names none.
+   */
+  answerProtocol?: string;
 }
 
 const FRAMING = Symbol('allowFraming');
+const PROTOCOL = Symbol('answerProtocol');
 
 /** Removes the frame-ancestors directive from a CSP value; null when nothing else is left. */
 export function withoutFrameAncestors(csp: string): string | null {
@@ -80,6 +86,15 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
       (resOrSocket as Socket | undefined)?.destroy();
     }
   });
+  // Emitted before http-proxy listens for the upgrade itself, so the header is in place when it
+  // writes the 101 to the caller.
+  proxy.on('proxyReqWs', (proxyReq, req) => {
+    const protocol = (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL];
+    if (!protocol) return;
+    proxyReq.on('upgrade', (proxyRes) => {
+      proxyRes.headers['sec-websocket-protocol'] = protocol;
+    });
+  });
   proxy.on('proxyRes', (proxyRes, req) => {
     if (!(req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING]) return;
     delete proxyRes.headers['x-frame-options'];
@@ -102,6 +117,10 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
     if (grant.port !== null) req.headers[TARGET_PORT_HEADER] = String(grant.port);
     else delete req.headers[TARGET_PORT_HEADER];
     if (forward.allowFraming) (req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING] = true;
+    if (forward.answerProtocol) {
+      delete req.headers['sec-websocket-protocol'];
+      (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL] = forward.answerProtocol;
+    }
     return daemon.baseUrl(grant.target);
   }
 

@@ -6,6 +6,7 @@ import type { SessionHeaderFragment } from './generated/graphql';
 import { Preview } from './Preview';
 import { Tabs } from './Tabs';
 import { Telemetry } from './Telemetry';
+import { Terminal } from './Terminal';
 
 export function Workspace({ session }: { session: SessionHeaderFragment }) {
   const running = session.status === 'RUNNING';
@@ -30,6 +31,11 @@ export function Workspace({ session }: { session: SessionHeaderFragment }) {
                 projectId={session.project.id}
               />
             ),
+          },
+          {
+            id: 'terminal',
+            label: 'Terminal',
+            render: () => <Terminal sessionId={session.sessionId} live={running} />,
           },
           {
             id: 'preview',
