@@ -38,6 +38,9 @@ import { type DaemonClient, createDaemonClient } from './daemon/daemon-client';
 import { type AccessService, createAccessService } from './gateway/access';
 import { type ConversationService, createConversationService } from './gateway/conversation';
 import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from './gateway/llm';
+import { type SessionRecord, createSessionRecord } from './sessions/record';
+import { type WorkspaceService, createWorkspaceService } from './sessions/workspace';
+import { type SandboxInfo, createSandboxInfo } from './sessions/sandbox-info';
 
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
@@ -83,6 +86,8 @@ export interface ServicesConfig {
   webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
   publicUrl: string | null;
+  /** The session record (R-REC-1): output cut and retention (0: kept until the session is deleted). */
+  record: { maxOutputChars: number; retentionMs: number };
 }
 
 export interface Services {
@@ -127,6 +132,9 @@ export interface Services {
   daemon: DaemonClient;
   conversation: ConversationService;
   access: AccessService;
+  record: SessionRecord;
+  workspace: WorkspaceService;
+  sandboxInfo: SandboxInfo;
 }
 
 export interface ServicesOptions {
@@ -175,6 +183,12 @@ export function createServices(options: ServicesOptions): Services {
     runtimeVersion: options.config.runtimeVersion,
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
+  });
+  const sandboxInfo = createSandboxInfo({
+    db,
+    providers: options.providers,
+    logger: options.logger,
+    now: options.now,
   });
   const installation = createInstallation({ db, configured: options.config.installationId });
   const jobs = createJobQueue({
@@ -289,6 +303,7 @@ export function createServices(options: ServicesOptions): Services {
     housekeeping: async () => {
       await telemetry.pruneExpired();
       await lifetimes.tick();
+      await record.prune();
     },
   });
   const runtimeState = createRuntimeStateService({ db, events, now: options.now });
@@ -304,12 +319,23 @@ export function createServices(options: ServicesOptions): Services {
     now: options.now,
   });
   const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
+  const record = createSessionRecord({
+    db,
+    sql: options.database.raw,
+    logger: options.logger,
+    maxOutputChars: options.config.record.maxOutputChars,
+    retentionMs: options.config.record.retentionMs,
+    apiUrl: options.apiUrl,
+    now: options.now,
+  });
+  const workspace = createWorkspaceService({ db, git: options.git, encryptionKey: options.keys.encryption });
   const conversation = createConversationService({
     db,
     pubsub: options.pubsub,
     daemon,
     logger: options.logger,
     apiUrl: options.apiUrl,
+    record,
   });
   const access = createAccessService({
     db,
@@ -414,5 +440,8 @@ export function createServices(options: ServicesOptions): Services {
     daemon,
     conversation,
     access,
+    record,
+    workspace,
+    sandboxInfo,
   };
 }

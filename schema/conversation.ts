@@ -41,7 +41,15 @@ const MessagePart = builder.objectRef<MessagePartView>('MessagePart').implement(
       description: 'pending, running, completed or error.',
     }),
     toolInput: t.exposeString('toolInput', { nullable: true, description: 'The tool input as JSON.' }),
-    toolOutput: t.exposeString('toolOutput', { nullable: true }),
+    toolOutput: t.exposeString('toolOutput', {
+      nullable: true,
+      description:
+        'Cut at 64 KiB in events and at the record limit (SINGULACOMP_RECORD_MAX_OUTPUT_BYTES) in the record, ending with a line "[… N characters cut]" (outputTruncated).',
+    }),
+    outputTruncated: t.boolean({
+      description: 'toolOutput or text was cut; the marker line says how much.',
+      resolve: (p) => p.outputTruncated ?? false,
+    }),
     toolError: t.exposeString('toolError', { nullable: true }),
     title: t.exposeString('title', { nullable: true }),
     url: t.exposeString('url', {
@@ -50,6 +58,31 @@ const MessagePart = builder.objectRef<MessagePartView>('MessagePart').implement(
     }),
     mime: t.exposeString('mime', { nullable: true }),
     filename: t.exposeString('filename', { nullable: true }),
+    startedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'Tool calls: when the tool started running; text and reasoning: when the part began.',
+      resolve: (p) => (p.startedAt == null ? null : new Date(p.startedAt)),
+    }),
+    endedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (p) => (p.endedAt == null ? null : new Date(p.endedAt)),
+    }),
+    durationMs: t.int({
+      nullable: true,
+      resolve: (p) => (p.startedAt != null && p.endedAt != null ? p.endedAt - p.startedAt : null),
+    }),
+    files: t.stringList({
+      nullable: true,
+      description: 'patch parts: the files the step changed (see Session.changes for the diff).',
+      resolve: (p) => p.files ?? null,
+    }),
+    patchHash: t.string({
+      nullable: true,
+      description: 'patch parts: the snapshot hash OpenCode took before the step.',
+      resolve: (p) => p.patchHash ?? null,
+    }),
   }),
 });
 
@@ -59,6 +92,11 @@ const AgentMessage = builder.objectRef<MessageView>('AgentMessage').implement({
     role: t.exposeString('role', { description: 'user or assistant.' }),
     text: t.exposeString('text', { description: 'The text parts joined.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', nullable: true }),
+    completedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (m) => m.completedAt ?? null,
+    }),
     error: t.exposeString('error', { nullable: true }),
     parts: t.field({ type: [MessagePart], resolve: (m) => m.parts }),
   }),
@@ -68,7 +106,8 @@ builder.prismaObjectField('Session', 'messages', (t) =>
   t.connection(
     {
       type: AgentMessage,
-      description: "The agent's transcript, oldest first (empty once the session stopped).",
+      description:
+        "The session's record, oldest first: every message and part the agent streamed, kept by the control plane (also after the session stopped, failed or was reaped).",
       resolve: async (session, args, ctx) => {
         const first = Math.min(args.first ?? 20, 100);
         if (first < 0) throw badUserInput('first must be 0 or more.', ['first']);

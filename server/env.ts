@@ -152,6 +152,10 @@ const variables = z.object({
   SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
   /** Webhook deliveries are accepted while their signed X-SingulaComp-Timestamp is this close to now. */
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Characters of one tool output or text part the session record keeps (then a marker line). */
+  SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1_024).default(262_144),
+  /** Days a session's record is kept after the session ended (0: until the session is deleted). */
+  SINGULACOMP_RECORD_RETENTION_DAYS: z.coerce.number().min(0).default(30),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
   /** PostgreSQL connections per server process for requests and background work (the job queue has 4 more). */
@@ -305,6 +309,10 @@ const schema = variables.transform((e) => ({
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
   webhookToleranceSeconds: e.SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS,
+  record: {
+    maxOutputChars: e.SINGULACOMP_RECORD_MAX_OUTPUT_BYTES,
+    retentionMs: Math.round(e.SINGULACOMP_RECORD_RETENTION_DAYS * 86_400_000),
+  },
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
   database: {

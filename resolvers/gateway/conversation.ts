@@ -35,6 +35,14 @@ export interface MessagePartView {
   url: string | null;
   mime: string | null;
   filename: string | null;
+  /** Epoch ms (OpenCode's part or tool state time). */
+  startedAt?: number | null;
+  endedAt?: number | null;
+  /** toolOutput or text was cut with a marker. */
+  outputTruncated?: boolean;
+  /** patch parts. */
+  files?: string[] | null;
+  patchHash?: string | null;
 }
 
 export interface MessageView {
@@ -42,6 +50,7 @@ export interface MessageView {
   role: string;
   text: string;
   createdAt: Date | null;
+  completedAt?: Date | null;
   error: string | null;
   parts: MessagePartView[];
 }
@@ -162,6 +171,17 @@ export interface ConversationServiceOptions {
   logger: Logger;
   /** SINGULACOMP API base URL clients use (attachment URLs). */
   apiUrl: () => string;
+  /** Where the forwarded events are kept (Session.messages reads it): resolvers/sessions/record.ts. */
+  record: ConversationRecord;
+}
+
+export interface ConversationRecord {
+  ingest(
+    sessionId: string,
+    events: readonly Json[],
+    attachmentUrl: (messageId: string, partId: string) => string,
+  ): Promise<void>;
+  messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]>;
 }
 
 export type ConversationService = ReturnType<typeof createConversationService>;
@@ -254,32 +274,9 @@ export function createConversationService(options: ConversationServiceOptions) {
       return { session, aborted: body.aborted === true };
     },
 
-    /** Session.messages: the transcript, oldest first. A stopped session has none to show. */
-    async messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]> {
-      assertCanReadSession(principal, session);
-      const full = await runningSession(session.id, ['id']);
-      if (full.status !== 'RUNNING') return [];
-      const body = await call(principal, full, '/singulacomp/messages', {}, 200);
-      const url = attachmentUrlFor(session.id);
-      const messages = Array.isArray(body.messages) ? body.messages : [];
-      return messages.map((raw) => {
-        const info = obj(obj(raw).info);
-        const parts = (Array.isArray(obj(raw).parts) ? (obj(raw).parts as unknown[]) : []).map((p) =>
-          partView(obj(p), url),
-        );
-        const created = obj(info.time).created;
-        return {
-          id: str(info.id) ?? '',
-          role: str(info.role) ?? 'assistant',
-          text: parts
-            .filter((p) => p.type === 'text' && p.text)
-            .map((p) => p.text)
-            .join(''),
-          createdAt: typeof created === 'number' ? new Date(created) : null,
-          error: errorText(info.error),
-          parts,
-        };
-      });
+    /** Session.messages: the session's record, oldest first (also once the sandbox is gone). */
+    messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]> {
+      return options.record.messages(principal, session);
     },
 
     /** reportAgentEvents: the sandbox token of the session forwards OpenCode's events, in order. */
@@ -294,6 +291,7 @@ export function createConversationService(options: ConversationServiceOptions) {
       }
       const url = attachmentUrlFor(sessionId);
       const mapped: AgentEventPayload[] = [];
+      const raw: Json[] = [];
       input.events.forEach((text, index) => {
         if (text.length > MAX_EVENT_CHARS) {
           throw new ValidationError(`Event ${index} is over ${MAX_EVENT_CHARS} characters.`, [
@@ -307,15 +305,20 @@ export function createConversationService(options: ConversationServiceOptions) {
         } catch {
           throw new ValidationError(`Event ${index} is not JSON.`, ['input', 'events']);
         }
+        raw.push(obj(json));
         const event = agentEventFrom(obj(json), url);
         if (event) mapped.push(event);
       });
-      // Appends enter the event log's queue in call order, so seqs follow OpenCode's order.
-      const seqs = await Promise.all(
-        mapped.map((event) =>
-          pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),
+      // Appends enter the event log's queue in call order, so seqs follow OpenCode's order. The
+      // record is written alongside; the daemon sends its next batch only after this answer.
+      const [seqs] = await Promise.all([
+        Promise.all(
+          mapped.map((event) =>
+            pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),
+          ),
         ),
-      );
+        options.record.ingest(sessionId, raw, url),
+      ]);
       if (seqs.some((seq) => seq === null)) throw new Error('agent events could not be logged');
       return { accepted: mapped.length };
     },
