@@ -166,6 +166,7 @@ export function createServices(options: ServicesOptions): Services {
   const members = createMemberService({ db, tokens, now: options.now });
   const projects = createProjectService({
     db,
+    git: options.git,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.config.defaultProvider,
     localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
@@ -229,6 +230,8 @@ export function createServices(options: ServicesOptions): Services {
     refCacheMs: options.config.refCacheMs,
     now: options.now,
     provision: (id) => provisioner.start(id),
+    refreshManifest: (project, manifestCommit, commit) =>
+      manifests.refreshIfStale(project, manifestCommit, commit),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
     // retries with backoff on any process.
     teardown: async (id, reason) => {
@@ -247,6 +250,7 @@ export function createServices(options: ServicesOptions): Services {
     git: options.git,
     projects,
     encryptionKey: options.keys.encryption,
+    logger: options.logger,
   });
   // Sandbox-daemon side (docs/agent-api.md): leases, the idle reaper, telemetry, reloads.
   const leases = createLeaseService({

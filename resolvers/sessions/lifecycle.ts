@@ -67,6 +67,15 @@ export interface SessionLifecycleOptions {
    * burst of creates asks the upstream once; 0 asks every time.
    */
   refCacheMs?: number;
+  /**
+   * Re-reads the project's manifest when its default branch moved to `commit` since it was read
+   * (resolvers/projects/manifests.ts); resolves true when the templates were rewritten.
+   */
+  refreshManifest?: (
+    project: { id: string; repositoryUrl: string; gitCredentialEnc: string | null },
+    manifestCommit: string | null,
+    commit: string,
+  ) => Promise<boolean>;
 }
 
 export type SessionLifecycle = ReturnType<typeof createSessionLifecycle>;
@@ -153,6 +162,7 @@ type CreateContextRow = AccountLimitRow & {
   repositoryUrl: string;
   defaultBranch: string;
   gitCredentialEnc: string | null;
+  manifestCommit: string | null;
   templateId: string | null;
 };
 
@@ -161,6 +171,7 @@ const READ_FOR_CREATE = `SELECT a."tier"::text AS "tier", a."concurrentSessionLi
   (SELECT count(*) FROM "Session" s
      WHERE s."accountId" = a."id" AND s."status" = ANY($4::text[]::"SessionStatus"[]))::int AS "live",
   p."accountId"::text AS "projectAccountId", p."repositoryUrl", p."defaultBranch", p."gitCredentialEnc",
+  p."manifestCommit",
   (SELECT t."id"::text FROM "Template" t
      WHERE t."projectId" = p."id" AND (CASE WHEN $3::text IS NULL THEN t."isDefault" ELSE t."slug" = $3::text END)
      ORDER BY t."id" LIMIT 1) AS "templateId"
@@ -336,6 +347,24 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
       const baseRef = givenRef ?? project.defaultBranch;
+      const repo = repoRef(project, options.encryptionKey);
+      /** When the default branch moved since the manifest was read, re-reads it and the template. */
+      const refreshTemplate = async (defaultCommit: string): Promise<void> => {
+        if (!options.refreshManifest || project.manifestCommit === null) return;
+        const refreshed = await options.refreshManifest(
+          { id: projectId, repositoryUrl: project.repositoryUrl, gitCredentialEnc: project.gitCredentialEnc },
+          project.manifestCommit,
+          defaultCommit,
+        );
+        if (!refreshed) return;
+        project.manifestCommit = defaultCommit;
+        project.templateId = (await readForCreate(principal.accountId, projectId, slug))?.templateId ?? null;
+      };
+      if (slug && !project.templateId && project.manifestCommit !== null) {
+        // A template added upstream since the manifest was read (a fresh answer: this is the refusal path).
+        const head = await resolveProjectRef(git, repo, project.defaultBranch);
+        if (head) await refreshTemplate(head);
+      }
       if (slug && !project.templateId) {
         throw new NotFoundError(
           `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
@@ -345,7 +374,6 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
       const limit = sessionLimit(project);
       if (project.live >= limit) throw refusal(limit, project.live);
 
-      const repo = repoRef(project, options.encryptionKey);
       // Once admitted, this create cuts a branch: a push of the repository about to start waits
       // briefly for it (GitService.expectCut), so a burst's creates share one push.
       const ticket = git.expectCut(repo);
@@ -357,6 +385,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
             'baseRef',
           ]);
         }
+        if (baseRef === project.defaultBranch) await refreshTemplate(baseCommit);
         // The locked admission inserts the session with its base commit: a create refused for its
         // input has written nothing.
         const sessionId = randomUUID();
