@@ -1,9 +1,9 @@
 // A project's settings as a form: name, repository (any git URL or an absolute local path), the
 // upstream credential (write-only: stored encrypted, never read back), the sandbox provider and the
 // default branch. Creating reads the repository's manifest; a field the API refuses is marked.
+import type { OperationResult } from '@urql/core';
 import { useState } from 'react';
-import { Problem } from './errors';
-import type { ApiProblem } from './errors';
+import { type ApiProblem, Problem, problemFromError } from './errors';
 import type { Provider } from './generated/graphql';
 
 export interface ProjectFields {
@@ -22,6 +22,55 @@ const PROVIDERS: { value: Provider | ''; label: string }[] = [
   { value: 'PLATINUM', label: 'Platinum' },
 ];
 
+/** What the API refused in a project form: the problem, the field at fault, the manifest's problems. */
+export interface FormErrors {
+  problem: ApiProblem | null;
+  field: string | null;
+  manifest: { field: string[]; message: string }[];
+}
+
+const NO_ERRORS: FormErrors = { problem: null, field: null, manifest: [] };
+
+/** A project mutation's payload as ProjectFormErrors reads it (its success type has none of these). */
+type FormPayload = {
+  __typename: string;
+  code?: string;
+  message?: string;
+  field?: string[] | null;
+  problems?: { field: string[]; message: string }[];
+};
+
+/**
+ * Runs a project mutation and keeps what it refused: `submit` returns the success payload, or null
+ * after recording the error (network, GraphQL, or the payload's with its field and manifest problems).
+ */
+export function useProjectMutation() {
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  async function submit<Data, P extends FormPayload, S extends P['__typename']>(
+    pending: Promise<OperationResult<Data>>,
+    payloadOf: (data: Data) => P | null | undefined,
+    success: S,
+  ): Promise<Extract<P, { __typename: S }> | null> {
+    setErrors(NO_ERRORS);
+    const result = await pending;
+    if (result.error) {
+      setErrors({ ...NO_ERRORS, problem: problemFromError(result.error) });
+      return null;
+    }
+    const payload = result.data ? payloadOf(result.data) : null;
+    if (payload?.__typename === success) return payload as Extract<P, { __typename: S }>;
+    if (payload) {
+      setErrors({
+        problem: { message: payload.message ?? payload.__typename, code: payload.code ?? payload.__typename },
+        field: payload.field?.at(-1) ?? null,
+        manifest: payload.problems ?? [],
+      });
+    }
+    return null;
+  }
+  return { errors, submit };
+}
+
 export const EMPTY_PROJECT: ProjectFields = {
   name: '',
   repositoryUrl: '',
@@ -35,9 +84,7 @@ export function ProjectForm({
   initial,
   submitLabel,
   busy,
-  problem,
-  /** The input field the API refused (ValidationError.field[0]). */
-  invalidField,
+  errors,
   hasCredential,
   onSubmit,
 }: {
@@ -45,15 +92,14 @@ export function ProjectForm({
   initial: ProjectFields;
   submitLabel: string;
   busy: boolean;
-  problem: ApiProblem | null;
-  invalidField?: string | null;
+  errors: FormErrors;
   hasCredential?: boolean;
   onSubmit(fields: ProjectFields): Promise<boolean>;
 }) {
   const [fields, setFields] = useState(initial);
   const set = (name: keyof ProjectFields) => (e: { target: { value: string } }) =>
     setFields((f) => ({ ...f, [name]: e.target.value }));
-  const invalid = (name: keyof ProjectFields) => (invalidField === name ? true : undefined);
+  const invalid = (name: keyof ProjectFields) => (errors.field === name ? true : undefined);
 
   async function submit(event: { preventDefault(): void }) {
     event.preventDefault();
@@ -129,7 +175,16 @@ export function ProjectForm({
         {submitLabel}
       </button>
       <div className="wide">
-        <Problem problem={problem} />
+        <Problem problem={errors.problem} />
+        {errors.manifest.length > 0 && (
+          <ul className="problem" aria-label="Manifest problems" data-testid="manifest-problems">
+            {errors.manifest.map((p) => (
+              <li key={`${p.field.join('.')}:${p.message}`}>
+                <span className="mono">{p.field.join('.')}</span>: {p.message}
+              </li>
+            ))}
+          </ul>
+        )}
       </div>
     </form>
   );

@@ -6,14 +6,17 @@ import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { ConfirmButton } from './Confirm';
 import { Problem, problemFromError, useMutationProblem } from './errors';
-import { EMPTY_PROJECT, type ProjectFields, ProjectForm } from './ProjectForm';
+import { EMPTY_PROJECT, type ProjectFields, ProjectForm, useProjectMutation } from './ProjectForm';
 import {
   CreateProjectDocument,
   CreateTriggerDocument,
+  DeleteProjectDocument,
   DeleteTriggerDocument,
   PauseTriggerDocument,
   ProjectListDocument,
+  type Provider,
   SyncProjectManifestDocument,
+  UpdateProjectDocument,
   ProjectPageDocument,
   SetSecretDocument,
   type TriggerKind,
@@ -25,20 +28,17 @@ import { ShownOnce } from './ShownOnce';
 export function Projects() {
   const [list, refetch] = useQuery({ query: ProjectListDocument });
   const [creating, create] = useMutation(CreateProjectDocument);
-  const { problem, settle } = useMutationProblem();
-  const [invalidField, setInvalidField] = useState<string | null>(null);
+  const { errors, submit } = useProjectMutation();
   if (list.error) return <Problem problem={problemFromError(list.error)} />;
   const projects = list.data?.viewer.projects.edges.map((edge) => edge.node) ?? [];
 
   async function onCreate(fields: ProjectFields): Promise<boolean> {
-    setInvalidField(null);
-    const pending = create({ input: projectInput(fields) });
-    const created = await settle(pending, (data) => data.createProject, 'CreateProjectSuccess');
-    if (!created) {
-      const payload = (await pending).data?.createProject;
-      if (payload?.__typename === 'ValidationError') setInvalidField(payload.field?.at(-1) ?? null);
-      return false;
-    }
+    const created = await submit(
+      create({ input: projectInput(fields) }),
+      (data) => data.createProject,
+      'CreateProjectSuccess',
+    );
+    if (!created) return false;
     refetch({ requestPolicy: 'network-only' });
     navigate(`/projects/${encodeURIComponent(created.project.id)}`);
     return true;
@@ -72,8 +72,7 @@ export function Projects() {
           initial={EMPTY_PROJECT}
           submitLabel={creating.fetching ? 'Creating…' : 'Create project'}
           busy={creating.fetching}
-          problem={problem}
-          invalidField={invalidField}
+          errors={errors}
           onSubmit={onCreate}
         />
       </section>
@@ -113,6 +112,7 @@ export function ProjectPage({ id }: { id: string }) {
           onSynced={() => refetch({ requestPolicy: 'network-only' })}
         />
       </section>
+      <ProjectSettings project={project} onSaved={() => refetch({ requestPolicy: 'network-only' })} />
       <section className="card" aria-labelledby="templates-title">
         <h2 id="templates-title">Templates</h2>
         <ul className="plain" data-testid="templates">
@@ -143,6 +143,91 @@ export function ProjectPage({ id }: { id: string }) {
         onChanged={() => refetch({ requestPolicy: 'network-only' })}
       />
     </>
+  );
+}
+
+/** Edit the project (a changed repository or branch re-reads the manifest) or delete it. */
+function ProjectSettings({
+  project,
+  onSaved,
+}: {
+  project: {
+    id: string;
+    name: string;
+    repositoryUrl: string;
+    provider: Provider;
+    defaultBranch: string;
+    hasGitCredential: boolean;
+  };
+  onSaved(): void;
+}) {
+  const [updating, update] = useMutation(UpdateProjectDocument);
+  const [deleting, remove] = useMutation(DeleteProjectDocument);
+  const { errors, submit } = useProjectMutation();
+  const removal = useMutationProblem();
+  const [saved, setSaved] = useState(false);
+
+  async function onSave(fields: ProjectFields): Promise<boolean> {
+    setSaved(false);
+    const input = {
+      projectId: project.id,
+      ...(fields.name.trim() !== project.name ? { name: fields.name.trim() } : {}),
+      ...(fields.repositoryUrl.trim() !== project.repositoryUrl
+        ? { repositoryUrl: fields.repositoryUrl.trim() }
+        : {}),
+      ...(fields.provider && fields.provider !== project.provider ? { provider: fields.provider } : {}),
+      ...(fields.defaultBranch.trim() && fields.defaultBranch.trim() !== project.defaultBranch
+        ? { defaultBranch: fields.defaultBranch.trim() }
+        : {}),
+      ...(fields.gitCredential ? { gitCredential: fields.gitCredential } : {}),
+    };
+    const updated = await submit(update({ input }), (data) => data.updateProject, 'UpdateProjectSuccess');
+    if (!updated) return false;
+    setSaved(true);
+    onSaved();
+    return true;
+  }
+
+  async function onDelete() {
+    const input = { projectId: project.id };
+    if (await removal.settle(remove({ input }), (data) => data.deleteProject, 'DeleteProjectSuccess'))
+      navigate('/projects');
+  }
+
+  return (
+    <section className="card" aria-labelledby="settings-title">
+      <div className="section-head">
+        <h2 id="settings-title">Settings</h2>
+        <ConfirmButton
+          label={`Delete ${project.name}`}
+          question={`Delete ${project.name} with its templates, secrets and triggers? Its repository stays as it is.`}
+          confirmLabel="Delete project"
+          disabled={deleting.fetching}
+          onConfirm={() => void onDelete()}
+        />
+      </div>
+      <Problem problem={removal.problem} />
+      <ProjectForm
+        id="project-settings"
+        initial={{
+          name: project.name,
+          repositoryUrl: project.repositoryUrl,
+          gitCredential: '',
+          provider: project.provider,
+          defaultBranch: project.defaultBranch,
+        }}
+        submitLabel={updating.fetching ? 'Saving…' : 'Save changes'}
+        busy={updating.fetching}
+        errors={errors}
+        hasCredential={project.hasGitCredential}
+        onSubmit={onSave}
+      />
+      {saved && (
+        <p role="status" data-testid="project-saved">
+          Saved.
+        </p>
+      )}
+    </section>
   );
 }
 

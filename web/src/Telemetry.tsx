@@ -27,7 +27,7 @@ export function Telemetry({ sandboxId }: { sandboxId: string }) {
     return [...byTime.values()].sort((a, b) => a.at.localeCompare(b.at)).slice(-KEEP);
   }, [history.data, live.data]);
   const latest = samples.at(-1);
-  const local = history.data?.sandbox?.provider === 'LOCAL';
+  const local = history.data?.sandbox?.memoryLimitEnforced === false;
 
   return (
     <section

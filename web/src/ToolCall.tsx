@@ -13,6 +13,8 @@ export interface ToolPart {
   title?: string | null;
   startedAt?: string | null;
   endedAt?: string | null;
+  /** The output was cut (the record keeps a bounded amount); its last line says how much. */
+  outputTruncated?: boolean | null;
 }
 
 /** Output lines shown before the rest is folded away. */
@@ -91,6 +93,9 @@ export function ToolCall({ part }: { part: ToolPart }) {
       )}
       {diff && <Diff lines={diff} label={`Change to ${str(input.filePath) ?? 'the file'}`} />}
       {part.toolOutput && !diff && <Output text={part.toolOutput} />}
+      {part.outputTruncated && (
+        <div className="tool-title">The output was cut; its last line says how much.</div>
+      )}
       {failed && (
         <div className="tool-error" role="note">
           {part.toolError ?? 'The tool failed without saying why.'}
