@@ -153,6 +153,8 @@ export interface ServicesOptions {
    * stamps. @default Date.now
    */
   now?: () => number;
+  /** The request a call runs for (x-request-id), so a provisioning job's log lines carry it. */
+  requestScope?: import('./sessions/provisioning').RequestScope;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;
   onJobFailed?: (queue: string) => void;
@@ -211,6 +213,7 @@ export function createServices(options: ServicesOptions): Services {
     onRunning: (id) => sessions.markRunning(id),
     onPhase: (id, phase) => sessions.setPhase(id, phase),
     onFailed: (id, reason) => sessions.fail(id, reason),
+    ...(options.requestScope ? { requestScope: options.requestScope } : {}),
     onProviderEnded: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
     installationId: () => installation.id(),

@@ -27,7 +27,13 @@ import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
-import { UNEXPECTED_ERROR_MESSAGE, createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import {
+  UNEXPECTED_ERROR_MESSAGE,
+  createErrorMasker,
+  currentRequestId,
+  requestIdFrom,
+  withRequestId,
+} from './faults';
 import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
@@ -43,6 +49,7 @@ import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
 import type { Socket } from 'node:net';
 import { createAgentProxy } from './agent-proxy';
+import { createRecordDownload } from './record-download';
 import { createDaemonProxy } from './daemon-proxy';
 import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
@@ -212,6 +219,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     git,
     providers,
     apiUrl: () => env.publicUrl ?? url,
+    requestScope: { current: currentRequestId, run: withRequestId },
     onAdmissionRefused: () => metrics.admissionRefusals.inc(),
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
@@ -279,6 +287,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     proxy: daemonProxy,
     logger,
   });
+  const recordDownload = createRecordDownload({ services, logger });
   const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
   const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
 
@@ -340,6 +349,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (llmGateway.matches(path)) {
       track(res, 'llm');
       await llmGateway.handle(req, res);
+      return;
+    }
+    if (recordDownload.matches(path)) {
+      track(res, 'record');
+      await withRequestId(requestId, () => recordDownload.handle(req, res, path));
       return;
     }
     if (agentProxy.matches(path)) {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import { maskError } from 'graphql-yoga';
 import { isUnavailable } from '../resolvers/unavailable';
-import type { Logger } from './logger';
+import type { Logger } from 'pino';
 
 interface RequestScope {
   requestId: string;

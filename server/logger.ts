@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { currentRequestId } from './faults';
 
 export interface LoggerOptions {
   /** @default 'json' */
@@ -26,6 +27,11 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
         'connectionParams.authorization',
       ],
       censor: '[redacted]',
+    },
+    // A line logged while serving a request (or a job started by one) carries its x-request-id.
+    mixin: () => {
+      const requestId = currentRequestId();
+      return requestId ? { requestId } : {};
     },
   };
   if (options.format !== 'pretty') return pino(settings);

@@ -260,6 +260,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
         const ancestor = await mirror(repo, ['merge-base', '--is-ancestor', baseCommit, headCommit]);
         if (ancestor.code !== 0) {
           await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
+          log.info({ changeRequestId: cr.id, method: input.method }, 'merge refused: not a fast-forward');
           throw new NotFastForwardError(
             `${cr.baseRef} has commits the session branch lacks, so it cannot fast-forward: merge with MERGE or SQUASH, or reconcile the session branch first.`,
             ['input', 'method'],
@@ -269,6 +270,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       } else {
         if (!comparison.mergeable || !comparison.tree) {
           await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
+          log.info({ changeRequestId: cr.id, conflicts: comparison.conflicts }, 'merge refused: conflicts');
           throw new MergeConflictError(comparison.conflicts, field);
         }
         const message =
@@ -286,6 +288,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       try {
         results = await git.pushToUpstream(repo, [{ ref, oldSha: baseCommit, newSha: newCommit }]);
       } catch (error) {
+        log.warn({ changeRequestId: cr.id, err: (error as Error).message }, 'merge push failed');
         throw new RepositoryUnreachableError(
           `Cannot push the merge to the project's repository: ${(error as Error).message}`,
           field,
@@ -293,6 +296,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       }
       const verdict = results[0];
       if (!verdict?.ok) {
+        log.warn({ changeRequestId: cr.id, ref, reason: verdict?.reason ?? null }, 'merge push rejected');
         throw new ConflictError(
           `${cr.baseRef} moved while merging (${verdict?.reason ?? 'rejected'}); merge again.`,
           field,
