@@ -19,7 +19,7 @@ const SHOTS = '.tmp/web';
 const NOTES = 'first line\nsecond line\nthird line\n';
 /** What the tool runs: writes a file, commits and pushes it (as an agent would), and prints it. */
 const COMMAND =
-  "printf 'first line\\nsecond line\\nthird line\\n' > notes.txt && git add notes.txt && git commit -qm 'Add notes' && git push -q origin HEAD && cat notes.txt";
+  "printf 'first line\\nsecond line\\nthird line\\n' > notes.txt && git add notes.txt && git -c user.name=Agent -c user.email=agent@example.com commit -qm 'Add notes' && git push -q origin HEAD && cat notes.txt";
 const ANSWER = 'I wrote notes.txt and pushed it.';
 
 async function screenshot(page: Page, name: string): Promise<void> {
@@ -71,7 +71,15 @@ describe('the session workspace and project onboarding in a real browser', () =>
   });
 
   test('a turn that runs a tool shows the tool block with its output', async ({ onTestFailed }) => {
-    onTestFailed(async () => console.error(await e.describeSession(sessionId)));
+    onTestFailed(async () => {
+      const alerts = await w.page.getByRole('alert').allTextContents();
+      const messages = await e.t.raw({
+        query: `{ session(id: "${sessionId}") { messages(last: 20) { edges { node { role text parts { type tool toolStatus toolError } } } } } }`,
+      });
+      console.error(
+        `stub requests: ${e.stub.requests.length}; alerts: ${JSON.stringify(alerts)}; messages: ${JSON.stringify(messages)}\n${await e.describeSession(sessionId)}`,
+      );
+    });
     const { page } = w;
     await page.getByRole('button', { name: 'Create session' }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
