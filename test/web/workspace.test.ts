@@ -40,12 +40,12 @@ describe('the session workspace and project onboarding in a real browser', () =>
   let e: E2e;
   let browser: Browser;
   let w: WatchedPage;
-  let projectId: string;
   let sessionId: string;
 
   beforeAll(async () => {
     e = await startE2e({ gateway: true, daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0' } });
-    projectId = await createProject(e.t, e.repo.url);
+    // The project the session form picks.
+    await createProject(e.t, e.repo.url);
     browser = await launchBrowser();
     w = await openPage(browser);
   }, E2E_SETUP_TIMEOUT_MS);
