@@ -182,11 +182,13 @@ describe('the session workspace and project onboarding in a real browser', () =>
     await terminal.click();
     await page.keyboard.type('echo sum=$((40+2)) && cat notes.txt');
     await page.keyboard.press('Enter');
-    await waitFor(async () => ((await terminal.textContent()) ?? '').includes('sum=42'), {
-      timeoutMs: 30_000,
-      what: 'the command output in the terminal',
-    });
-    expect(await terminal.textContent()).toContain('second line');
+    await waitFor(
+      async () => {
+        const text = (await terminal.textContent()) ?? '';
+        return text.includes('sum=42') && text.includes('third line');
+      },
+      { timeoutMs: 30_000, what: 'the command output in the terminal' },
+    );
     await screenshot(page, 'session-terminal');
 
     // A server started in the terminal belongs to the sandbox: the port picker offers it.
@@ -231,6 +233,7 @@ describe('the session workspace and project onboarding in a real browser', () =>
     await page.reload();
     await page.getByTestId('ended').waitFor();
     const user = page.locator('li[data-role="user"] p');
+    await user.first().waitFor();
     expect(await user.allTextContents()).toEqual(['Write the notes file.']);
     const tool = page.locator('li[data-role="assistant"] .tool-call[data-tool="bash"]');
     expect(await tool.getAttribute('data-status')).toBe('completed');

@@ -2,7 +2,7 @@
 // drawn with xterm.js (loaded when the tab first opens: it stays out of the first bundle). The PTY
 // is created on open and removed on close. A browser cannot put Authorization on a WebSocket, so the
 // token travels as a subprotocol the server takes off before the sandbox sees the request.
-import { useContext, useEffect, useRef, useState } from 'react';
+import { type RefObject, useContext, useEffect, useRef, useState } from 'react';
 import { useQuery } from 'urql';
 import { ApiContext } from './api-context';
 import { ViewerDocument } from './generated/graphql';
@@ -29,6 +29,10 @@ export function Terminal({ sessionId, live }: { sessionId: string; live: boolean
   const scopes = viewer.data?.viewer.scopes;
   // A new shell is a new Shell: everything the old one held is disposed with it.
   const [attempt, setAttempt] = useState(0);
+  // Read by the Shell as it is disposed: a PTY of a sandbox that stopped went with it, and asking to
+  // remove it would only be refused.
+  const running = useRef(live);
+  running.current = live;
   if (!live) {
     return (
       <p className="empty" data-testid="terminal-state" data-state="ended">
@@ -47,13 +51,21 @@ export function Terminal({ sessionId, live }: { sessionId: string; live: boolean
     );
   }
   return scopes ? (
-    <Shell key={attempt} sessionId={sessionId} onRestart={() => setAttempt((n) => n + 1)} />
+    <Shell key={attempt} sessionId={sessionId} running={running} onRestart={() => setAttempt((n) => n + 1)} />
   ) : (
     <p aria-busy="true">Loading…</p>
   );
 }
 
-function Shell({ sessionId, onRestart }: { sessionId: string; onRestart(): void }) {
+function Shell({
+  sessionId,
+  running,
+  onRestart,
+}: {
+  sessionId: string;
+  running: RefObject<boolean>;
+  onRestart(): void;
+}) {
   const api = useContext(ApiContext);
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<State>({ kind: 'connecting' });
@@ -79,8 +91,12 @@ function Shell({ sessionId, onRestart }: { sessionId: string; onRestart(): void 
       });
       if (!created.ok) throw new Error(await refusal(created));
       const { id: ptyId } = (await created.json()) as { id: string };
-      const remove = () =>
-        void fetch(`${base}/pty/${encodeURIComponent(ptyId)}`, { method: 'DELETE', headers }).catch(() => {});
+      const remove = () => {
+        if (running.current)
+          void fetch(`${base}/pty/${encodeURIComponent(ptyId)}`, { method: 'DELETE', headers }).catch(
+            () => {},
+          );
+      };
       if (disposed) return remove();
 
       const term = new XTerm({
@@ -94,14 +110,18 @@ function Shell({ sessionId, onRestart }: { sessionId: string; onRestart(): void 
       term.loadAddon(fit);
       term.open(box.current);
       fit.fit();
-      const resize = () =>
+      const resize = () => {
+        if (!running.current) return;
         void fetch(`${base}/pty/${encodeURIComponent(ptyId)}`, {
           method: 'PUT',
           headers,
           body: JSON.stringify({ size: { rows: term.rows, cols: term.cols } }),
         }).catch(() => {});
+      };
       resize();
       const observer = new ResizeObserver(() => {
+        // A hidden tab has no size to fit.
+        if (!box.current?.offsetParent) return;
         const { cols, rows } = term;
         fit.fit();
         if (term.cols !== cols || term.rows !== rows) resize();
@@ -148,7 +168,7 @@ function Shell({ sessionId, onRestart }: { sessionId: string; onRestart(): void 
       disposed = true;
       cleanup();
     };
-  }, [api, sessionId]);
+  }, [api, sessionId, running]);
 
   return (
     <div className="terminal">
