@@ -416,6 +416,7 @@ function Conversation({
         </span>
       </div>
       {history.error && <Problem problem={problemFromError(history.error)} />}
+      {!history.data && history.fetching && <p aria-busy="true">Loading the conversation…</p>}
       {events.error && <Problem problem={problemFromError(events.error)} />}
       <ol className="transcript" aria-label="Transcript">
         {messages.map((m) => (
