@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { createOpencodeClient } from '@opencode-ai/sdk';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { IMAGE_PLACEHOLDER } from '../../resolvers/gateway/llm';
 import {
   AgentSessionDocument,
