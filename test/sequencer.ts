@@ -12,6 +12,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * run, so the order matters at the end: a long file started last runs alone.
  */
 const LONG_FIRST = [
+  'test/deploy/topology', // 105
   'test/web/dashboard', // 97
   'test/agent/reload', // 69
   'test/leases/leases', // 63
