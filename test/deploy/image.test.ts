@@ -13,7 +13,7 @@ import { freePort, postGraphql } from '../support/server-process';
 import {
   type ServerImage,
   IGNORE_FILE,
-  externalPackages,
+  ignoreFileText,
   imageSize,
   serverImage,
 } from '../support/server-image';
@@ -40,12 +40,14 @@ describe('the control-plane image', { timeout: 900_000 }, () => {
   });
 
   test('the build context admits exactly the packages the server bundle leaves external, with their dependencies', () => {
-    const admitted = readFileSync(IGNORE_FILE, 'utf8')
+    // When this fails: node scripts/container/server-ignore.mjs
+    expect(readFileSync(IGNORE_FILE, 'utf8')).toBe(ignoreFileText());
+    const admitted = ignoreFileText()
       .split('\n')
       .filter((line) => line.startsWith('!node_modules/'))
       .map((line) => line.slice(1));
-    expect(admitted).toEqual(externalPackages());
     expect(admitted).toEqual(expect.arrayContaining(['node_modules/pino', 'node_modules/@prisma/client']));
+    expect(admitted.length).toBeLessThan(100);
   });
 
   test('a non-root image with a health check on /healthz that runs the server bundle; its size', async () => {

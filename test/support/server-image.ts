@@ -5,66 +5,17 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { SERVER } from '../../scripts/bundles.mjs';
+import {
+  APP_PATHS,
+  IGNORE_FILE,
+  externalPackages,
+  ignoreFileText,
+} from '../../scripts/container/server-ignore.mjs';
 import { baseImage } from './podman';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 export const DOCKERFILE = join(ROOT, 'deploy/Dockerfile');
-export const IGNORE_FILE = join(ROOT, 'deploy/Dockerfile.dockerignore');
-/** The files and directories of the checkout the image takes besides node_modules. */
-const APP_PATHS = [
-  'dist/server.mjs',
-  'dist/singulacomp-agent.mjs',
-  'dist/singulacomp.mjs',
-  'dist/web',
-  'cli',
-  'prisma/migrations',
-];
-
-interface LockEntry {
-  version?: string;
-  integrity?: string;
-  dependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>;
-}
-
-/**
- * node_modules paths of the packages the server bundle leaves external and of everything they
- * depend on, resolved in package-lock.json as Node resolves them (nearest node_modules first).
- */
-export function externalPackages(): string[] {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages as Record<
-    string,
-    LockEntry
-  >;
-  const resolve = (from: string, name: string): string | null => {
-    let dir = from;
-    for (;;) {
-      const path = `${dir ? `${dir}/` : ''}node_modules/${name}`;
-      if (lock[path]) return path;
-      if (!dir) return null;
-      const i = dir.lastIndexOf('/node_modules/');
-      dir = i === -1 ? '' : dir.slice(0, i);
-    }
-  };
-  const seen = new Set<string>();
-  const visit = (path: string) => {
-    if (seen.has(path)) return;
-    seen.add(path);
-    const entry = lock[path]!;
-    for (const name of Object.keys({ ...entry.dependencies, ...entry.optionalDependencies })) {
-      const found = resolve(path, name);
-      if (found) visit(found);
-      else if (!entry.optionalDependencies?.[name]) throw new Error(`${path} needs ${name}, not in the lock`);
-    }
-  };
-  for (const name of SERVER.external) {
-    const path = resolve('', name);
-    if (!path) throw new Error(`external ${name} is not installed`);
-    visit(path);
-  }
-  return [...seen].sort();
-}
+export { APP_PATHS, IGNORE_FILE, externalPackages, ignoreFileText };
 
 function hashTree(hash: ReturnType<typeof createHash>, path: string): void {
   const full = join(ROOT, path);
