@@ -13,6 +13,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const LONG_FIRST = [
   'test/deploy/topology', // 105
+  'test/deploy/compose', // 75 with both images built, 150 when it builds the services image
   'test/deploy/image', // 60 when it builds the image, 35 when cached
   'test/web/dashboard', // 97
   'test/agent/reload', // 69

@@ -108,3 +108,46 @@ export function imageSize(ref: string, containersConf: string): number {
   });
   return Number(out.trim());
 }
+
+const SERVICES_DOCKERFILE = join(ROOT, 'deploy/compose/Dockerfile.services');
+
+/**
+ * The compose file's backing services (PostgreSQL, Redis, nginx from Debian's packages) built from
+ * deploy/compose/Dockerfile.services FROM the local base, tagged by a hash of the base, that file
+ * and the script it copies. The build installs packages from the Debian mirror the host uses (host network).
+ */
+export function servicesImage(containersConf: string): ServerImage {
+  const base = baseImage();
+  const hash = createHash('sha256');
+  hash.update(`${base}\0`);
+  hashTree(hash, 'deploy/compose/Dockerfile.services');
+  hashTree(hash, 'deploy/compose/postgres.sh');
+  const ref = `localhost/singulacomp-services:${hash.digest('hex').slice(0, 16)}`;
+  const env = { ...process.env, CONTAINERS_CONF: containersConf };
+  try {
+    execFileSync('podman', ['image', 'exists', ref], { env, stdio: 'ignore' });
+    return { ref, base, built: false, buildMs: 0 };
+  } catch {
+    // not built yet
+  }
+  const started = Date.now();
+  execFileSync(
+    'podman',
+    [
+      '--runtime',
+      'runc',
+      'build',
+      '--network',
+      'host',
+      '--file',
+      SERVICES_DOCKERFILE,
+      '--build-arg',
+      `BASE=${base}`,
+      '--tag',
+      ref,
+      join(ROOT, 'deploy/compose'),
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
+  );
+  return { ref, base, built: true, buildMs: Date.now() - started };
+}
