@@ -2,7 +2,7 @@
 // deploy/nginx, on one PostgreSQL and one Redis, under a steady bounded mix through the proxy:
 // creates and stops, telemetry and agent events from sandbox tokens, and `accountSessions` and
 // `sessionEvents` subscribers on graphql-ws's own client. The replicas restart one at a time
-// (SIGTERM, the replacement ready, the proxy's upstreams updated, next): every acknowledged write is
+// (SIGTERM, the replacement started on its port and ready, next): every acknowledged write is
 // stored, every answer is a success or a 503 with Retry-After, and every subscriber, resuming with
 // `after`, ends with exactly the stream's events in order. Then one replica is killed with SIGKILL
 // mid-provisioning: the others finish or fail its creates, serve and stop its sessions, and every
@@ -367,7 +367,7 @@ describe('three replicas behind nginx', { timeout: 600_000 }, () => {
     };
     await progressed(2);
 
-    // The rolling restart: SIGTERM, the replacement ready, the proxy pointed at it, next.
+    // The rolling restart: SIGTERM, the replacement ready on the same port, next.
     const exitCodes: Array<number | null> = [];
     for (let i = 0; i < REPLICAS; i++) {
       const old = servers[i]!;
@@ -377,13 +377,14 @@ describe('three replicas behind nginx', { timeout: 600_000 }, () => {
       old.process.kill('SIGTERM');
       exitCodes.push(await exited);
       retired.push(old);
-      const fresh = await spawnServer(serverOptions());
+      // In place, on the same port: nginx's upstream list stays as it is (a reload would close its
+      // idle client connections under the clients, which is nginx's behaviour, not the servers').
+      const fresh = await spawnServer({ ...serverOptions(), port: old.port });
       servers[i] = fresh;
       await waitFor(async () => (await fresh.readyz()).status === 200, {
         timeoutMs: 60_000,
         what: 'replacement ready',
       });
-      await nginx.setUpstreams(servers.map((s) => s.port));
       await progressed(2);
     }
     mixing = false;
@@ -479,7 +480,6 @@ describe('three replicas behind nginx', { timeout: 600_000 }, () => {
     victim.process.kill('SIGKILL');
     await Promise.all(interrupted);
     unexpected.length = 0;
-    await nginx.setUpstreams(servers.slice(1).map((s) => s.port));
 
     // The others resume or fail every create it left provisioning.
     await waitFor(

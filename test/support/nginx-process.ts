@@ -1,7 +1,6 @@
 // A real nginx (the Debian package) in front of server processes, configured with the shipped
 // deploy/nginx/http.conf and site.conf: in the foreground as the test's child, on a free port, its
-// config and temporary files in a directory of its own. setUpstreams() rewrites the replica list
-// and reloads (SIGHUP), as a deployment's endpoints change when a replica is replaced.
+// config and temporary files in a directory of its own.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,14 +16,12 @@ export interface NginxProcess {
   url: string;
   graphqlUrl: string;
   wsUrl: string;
-  /** Points the upstream at these replica ports and waits until nginx serves the new config. */
-  setUpstreams(ports: number[]): Promise<void>;
   /** nginx's stderr so far (its error log). */
   output(): string;
   stop(): Promise<void>;
 }
 
-function config(dir: string, port: number, upstreams: number[], generation: number): string {
+function config(dir: string, port: number, upstreams: number[]): string {
   const temp = (name: string) => join(dir, name);
   return `daemon off;
 master_process on;
@@ -47,8 +44,8 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
   }
   server {
     listen 127.0.0.1:${port};
-    # Which config the workers serve: setUpstreams() waits for the one it wrote.
-    location = /__nginx-generation { return 200 "${generation}"; }
+    # Answered by nginx itself: the start waits for it.
+    location = /__nginx { return 200 "nginx"; }
     include ${join(DEPLOY, 'site.conf')};
   }
 }
@@ -73,8 +70,7 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
   for (const name of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, name));
   const port = await freePort();
   const file = join(dir, 'nginx.conf');
-  let generation = 1;
-  writeFileSync(file, config(dir, port, upstreams, generation));
+  writeFileSync(file, config(dir, port, upstreams));
   const child: ChildProcess = spawn('nginx', ['-p', dir, '-c', file, '-e', 'stderr'], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/bin', ...testRunEnv() },
@@ -89,11 +85,7 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
-  const serving = async (expected: number) => {
-    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}):\n${output}`);
-    const response = await fetch(`${url}/__nginx-generation`);
-    return (await response.text()) === String(expected);
-  };
+  const serving = async () => (await (await fetch(`${url}/__nginx`)).text()) === 'nginx';
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       // SIGQUIT: graceful; the workers close their connections and exit with the master.
@@ -105,7 +97,7 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitFor(async () => child.exitCode !== null || (await serving(generation)), {
+    await waitFor(async () => child.exitCode !== null || (await serving()), {
       timeoutMs: 20_000,
       what: 'nginx to serve',
     });
@@ -119,13 +111,6 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
     url,
     graphqlUrl: `${url}/graphql`,
     wsUrl: `ws://127.0.0.1:${port}/graphql`,
-    async setUpstreams(ports) {
-      generation++;
-      writeFileSync(file, config(dir, port, ports, generation));
-      child.kill('SIGHUP');
-      const expected = generation;
-      await waitFor(() => serving(expected), { timeoutMs: 20_000, what: `nginx config ${expected}` });
-    },
     output: () => output,
     stop,
   };
