@@ -10,6 +10,7 @@ import { createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
+import { DockerProvider } from '../resolvers/providers/docker';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
 import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
 import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
@@ -195,9 +196,26 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     identity: createLocalIdentityStore(database.prisma),
     onEntryExit: (id, exit) => services.reconciler.sandboxExited(id, exit),
   });
+  // DOCKER (R-DOCK-1) when DOCKER_HOST is set: containers on that engine, images built through it.
+  const docker = env.docker
+    ? new DockerProvider({
+        host: env.docker.host,
+        tls: env.docker.tlsVerify && env.docker.certPath ? { certPath: env.docker.certPath } : null,
+        dataDir: env.docker.dataDir ?? join(env.dataDir, 'docker-sandboxes'),
+        runtimeDir: env.docker.runtimeDir ?? join(process.cwd(), 'dist/runtime/image'),
+        runtimeVersion: env.runtimeVersion,
+        packageFloor: env.docker.packageFloor,
+        apiPort: () => (url ? Number(new URL(url).port) : null),
+        egressPorts: env.localEgressPorts,
+        clone: (repo, branch, dir, workspace) => git.cloneWorkspace(repo, branch, dir, workspace),
+        pidsLimit: env.docker.pidsLimit,
+        imageMaxAgeMs: env.docker.imageMaxAgeMs,
+        imageMaxCount: env.docker.imageMaxCount,
+      })
+    : null;
   const providers: ProviderRegistry = createProviderRegistry([
     local,
-    ...mergeProviders(createCloudProviders(env), options.providers),
+    ...mergeProviders([...createCloudProviders(env), ...(docker ? [docker] : [])], options.providers),
   ]);
 
   let url = '';

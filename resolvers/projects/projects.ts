@@ -16,7 +16,7 @@ export interface CreateProjectInput {
   repositoryUrl: string;
   defaultBranch?: string | null;
   gitCredential?: string | null;
-  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | null;
+  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER' | null;
 }
 
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -87,7 +87,7 @@ export function createProjectService(options: {
   db: Db;
   encryptionKey: Buffer;
   /** Provider for projects created without one (SINGULACOMP_DEFAULT_PROVIDER). @default 'LOCAL' */
-  defaultProvider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+  defaultProvider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER';
   /** Unset: local paths allowed anywhere (tests that build a service alone). */
   localRepositories?: LocalRepositoryPolicy;
 }) {

@@ -31,13 +31,13 @@ export interface PodmanService {
   socketPath: string;
   /** `unix://<socketPath>`, the DOCKER_HOST a client uses. */
   dockerHost: string;
-  /** Labels to put on every container the test creates; stop() removes what carries them. */
+  /** Labels to put on every container and image the test creates; stop() removes what carries them. */
   labels: Record<string, string>;
   /** The service's containers.conf (CONTAINERS_CONF for a `podman` CLI call that should match). */
   containersConf: string;
   /** One Docker Engine API call on the socket; the parsed JSON body (or text) and status. */
   api(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }>;
-  /** Removes the labelled containers, stops the service and deletes its directory. */
+  /** Removes the labelled containers and images, stops the service and deletes its directory. */
   stop(): Promise<void>;
 }
 
@@ -163,6 +163,10 @@ export async function startPodmanService(options: StartPodmanOptions = {}): Prom
         );
         for (const container of (listed?.body as { Id: string }[] | null) ?? []) {
           await api('DELETE', `/v1.41/containers/${container.Id}?force=true&v=true`).catch(() => {});
+        }
+        const images = await api('GET', `/v1.41/images/json?filters=${filters}`).catch(() => null);
+        for (const image of (images?.body as { Id: string }[] | null) ?? []) {
+          await api('DELETE', `/v1.41/images/${image.Id}?force=true`).catch(() => {});
         }
         child.kill('SIGTERM');
         await exited;
