@@ -354,11 +354,15 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
+  /** Responses not yet finished: when the drain begins, each closes its connection after it. */
+  const open = new Set<ServerResponse>();
   /** Counts a request for the drain and records its duration under a coarse route label. */
   const track = (res: ServerResponse, route: string): void => {
     inFlight++;
+    open.add(res);
     const started = process.hrtime.bigint();
     res.once('close', () => {
+      open.delete(res);
       metrics.httpDuration.observe(
         { route, status: String(res.statusCode) },
         Number(process.hrtime.bigint() - started) / 1e9,
@@ -366,7 +370,6 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
-    if (draining) res.setHeader('connection', 'close');
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -391,6 +394,22 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     }
     if (path === '/healthz' || path === '/readyz') {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
+      return;
+    }
+    // A request that reaches a draining process (over a kept-alive connection: the listener is
+    // closed) was not started: 503 with Retry-After says so, and a proxy may try another replica.
+    if (draining && path !== '/metrics') {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+      res.end(
+        JSON.stringify({
+          errors: [
+            {
+              message: 'The server is shutting down; retry.',
+              extensions: { code: 'UNAVAILABLE', requestId },
+            },
+          ],
+        }),
+      );
       return;
     }
     if (path === '/metrics') {
@@ -474,6 +493,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (previewProxy.matches(req, path)) return void previewProxy.upgrade(req, socket, head);
     if (agentProxy.matches(path)) return void agentProxy.upgrade(req, socket, head);
     if (path === '/graphql') {
+      if (draining) {
+        socket.end(
+          'HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n',
+        );
+        return;
+      }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
       return;
     }
@@ -561,6 +586,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     },
     async stop() {
       draining = true;
+      // Answers still being written end their connection: no request follows on it.
+      for (const res of open) if (!res.headersSent) res.setHeader('connection', 'close');
       await services.reaper.stop();
       await services.triggers.stop();
       server.close();

@@ -532,3 +532,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (problems.length > 0 || !result.success) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
   return result.data;
 }
+
+/** Every variable the server reads (deployment files are checked against it). */
+export const ENV_VARIABLES: ReadonlySet<string> = new Set(Object.keys(variables.shape));
