@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { type Clock, systemClock } from '../contract/clock';
 import { ApiClient, type RuntimeState } from './api-client';
-import type { BackoffOptions } from './backoff';
+import type { BackoffOptions } from '../contract/retry';
 import { EventForwarder } from './event-forward';
 import { EventFollower, type OpencodeEvent, TurnTracker } from './events';
 import { ControlPlaneWatch } from './control-plane';

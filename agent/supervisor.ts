@@ -1,9 +1,9 @@
 // R-AG-1: claims the bootstrap, runs `opencode serve`, restarts it with capped backoff when it dies,
 // and sends the initial prompt once OpenCode is healthy.
 import { EventEmitter } from 'node:events';
-import { type Clock, type ClockTimer, systemClock } from '../contract/clock';
+import { type Clock, type ClockTimer, sleep, systemClock } from '../contract/clock';
+import { Backoff, type BackoffOptions } from '../contract/retry';
 import type { ApiClient, Bootstrap, RuntimeState } from './api-client';
-import { Backoff, type BackoffOptions, sleep } from './backoff';
 import type { Logger } from './logger';
 import { OpencodeProcess } from './opencode';
 
