@@ -92,8 +92,8 @@ export interface AgentOptions {
   /** API retry tuning. */
   apiMaxAttempts?: number;
   /**
-   * The control plane's client. @default an ApiClient for `apiUrl` with `token` (a test can pass
-   * one of its own, e.g. with a different requester or retry tuning).
+   * The control plane's client. @default an ApiClient for `apiUrl` with `token` and
+   * `apiMaxAttempts` (a test can pass one of its own, e.g. with a different requester).
    */
   api?: ApiClient;
   /** Time for the lease keeper and the supervisor (timers, backoff waits). @default systemClock */
