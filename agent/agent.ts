@@ -1,7 +1,8 @@
 // createAgent(options): the daemon as one options object with defaults, wiring every capability.
 import { join } from 'node:path';
+import { type Clock, systemClock } from '../contract/clock';
 import { ApiClient, type RuntimeState } from './api-client';
-import type { BackoffOptions } from './backoff';
+import type { BackoffOptions } from '../contract/retry';
 import { EventForwarder } from './event-forward';
 import { EventFollower, type OpencodeEvent, TurnTracker } from './events';
 import { ControlPlaneWatch } from './control-plane';
@@ -91,6 +92,13 @@ export interface AgentOptions {
   readers?: Partial<SystemReaders>;
   /** API retry tuning. */
   apiMaxAttempts?: number;
+  /**
+   * The control plane's client. @default an ApiClient for `apiUrl` with `token` and
+   * `apiMaxAttempts` (a test can pass one of its own, e.g. with a different requester).
+   */
+  api?: ApiClient;
+  /** Time for the lease keeper and the supervisor (timers, backoff waits). @default systemClock */
+  clock?: Clock;
   logger?: Logger;
   /** @default 'info' */
   logLevel?: string;
@@ -116,10 +124,13 @@ export class Agent {
       | 'eventBackoff'
       | 'controlPlaneTimeoutMs'
       | 'onControlPlaneLost'
+      | 'api'
+      | 'clock'
     >
   > & { opencodeBin: string; restartBackoff: BackoffOptions; eventBackoff: BackoffOptions };
   readonly log: Logger;
   readonly api: ApiClient;
+  readonly clock: Clock;
   readonly tracker = new TurnTracker();
   readonly supervisor: Supervisor;
   readonly events: EventFollower;
@@ -187,12 +198,15 @@ export class Agent {
     const o = this.options;
     this.log = options.logger ?? createLogger(o.logLevel);
     this.readers = { ...createSystemReaders(), ...options.readers };
-    this.api = new ApiClient({
-      apiUrl: o.apiUrl,
-      token: o.token,
-      logger: this.log,
-      maxAttempts: o.apiMaxAttempts,
-    });
+    this.clock = options.clock ?? systemClock;
+    this.api =
+      options.api ??
+      new ApiClient({
+        apiUrl: o.apiUrl,
+        token: o.token,
+        logger: this.log,
+        maxAttempts: o.apiMaxAttempts,
+      });
     this.supervisor = new Supervisor({
       api: this.api,
       logger: this.log,
@@ -211,6 +225,7 @@ export class Agent {
       reportState: (state, message) => this.reportState(state, message),
       beforeLaunch: () => this.configureGateway(),
       observed: (proc) => this.events.connected(proc.client),
+      clock: this.clock,
     });
     this.forwarder = new EventForwarder({ api: this.api, logger: this.log, sessionId: o.sessionId });
     this.events = new EventFollower({
@@ -229,6 +244,7 @@ export class Agent {
       logger: this.log,
       sessionId: o.sessionId,
       renewIntervalMs: o.leaseRenewIntervalMs,
+      clock: this.clock,
     });
     this.telemetry = new Telemetry({
       api: this.api,

@@ -15,7 +15,7 @@ import {
   type TelemetryReason,
   type TypedDocumentString,
 } from '../contract/daemon-api';
-import { Backoff, sleep } from './backoff';
+import { retry } from '../contract/retry';
 import { type HttpRequester, type HttpResponse, request } from './http';
 import type { Logger } from './logger';
 
@@ -188,12 +188,8 @@ export class ApiClient {
     operation: O,
     variables: VariablesOf<O>,
   ): Promise<Record<string, unknown>> {
-    const backoff = new Backoff({
-      initialMs: this.options.backoff?.initialMs ?? 200,
-      maxMs: this.options.backoff?.maxMs ?? 5_000,
-    });
-    for (let attempt = 1; ; attempt++) {
-      try {
+    return retry(
+      async () => {
         const data = await this.post(operation, variables);
         const payload = data[operation] as Record<string, unknown> | null | undefined;
         if (!payload) throw new ApiRequestError(operation, 'empty payload');
@@ -206,16 +202,22 @@ export class ApiClient {
           );
         }
         return payload;
-      } catch (error) {
-        if (!(error instanceof RetryableError) || attempt >= this.maxAttempts) {
-          if (error instanceof RetryableError) throw new ApiRequestError(operation, error.message);
-          throw error;
-        }
-        const delayMs = backoff.next();
-        this.log.warn({ operation, attempt, delayMs, err: error.message }, 'api call failed; retrying');
-        await sleep(delayMs);
-      }
-    }
+      },
+      {
+        maxAttempts: this.maxAttempts,
+        backoff: {
+          initialMs: this.options.backoff?.initialMs ?? 200,
+          maxMs: this.options.backoff?.maxMs ?? 5_000,
+        },
+        retryable: (error) => error instanceof RetryableError,
+        exhausted: (error) => new ApiRequestError(operation, (error as Error).message),
+        onRetry: ({ attempt, delayMs, error }) =>
+          this.log.warn(
+            { operation, attempt, delayMs, err: (error as Error).message },
+            'api call failed; retrying',
+          ),
+      },
+    );
   }
 
   private async post(operation: Operation, variables: unknown): Promise<Record<string, unknown>> {

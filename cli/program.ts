@@ -496,7 +496,7 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
     .requiredOption('--name <name>', 'token name (service account name with --service-account)')
     .requiredOption('--scopes <scopes>', 'comma-separated scopes, e.g. projects:read,sessions:write')
     .option('--service-account', 'create a service-account token instead of a personal one')
-    .option('--expires-at <iso>', 'expiry, ISO-8601')
+    .option('--expires-at <iso>', 'expiry, ISO-8601 with an offset (e.g. 2027-01-31T12:00:00Z)')
     .action(
       async (options: { name: string; scopes: string; serviceAccount?: boolean; expiresAt?: string }) => {
         const client = await api();

@@ -5,6 +5,7 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin, { decodeGlobalID, encodeGlobalID } from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
+import { DateTimeResolver } from 'graphql-scalars';
 import type PrismaTypes from '../prisma/generated/pothos-types';
 import { getDatamodel } from '../prisma/generated/pothos-types';
 import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
@@ -146,11 +147,15 @@ export const builder = new SchemaBuilder<{
   },
 });
 
+// Input goes through graphql-scalars' RFC 3339 date-time: the offset is required, so
+// "2026-01-31T12:00:00" is refused rather than read in the server's local time zone. Output stays
+// `toISOString()` (UTC, milliseconds) for Dates and for the timestamps raw SQL hands back as strings.
 builder.addScalarType(
   'DateTime',
   new GraphQLScalarType<Date, string>({
     name: 'DateTime',
-    description: 'An ISO-8601 instant in UTC, e.g. 2026-01-31T12:00:00.000Z.',
+    description:
+      'An RFC 3339 instant, e.g. 2026-01-31T12:00:00Z. Input must carry its offset (Z or ±hh:mm); output is UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z.',
     serialize: (value) => {
       const date = value instanceof Date ? value : new Date(String(value));
       if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date.');
@@ -158,7 +163,7 @@ builder.addScalarType(
     },
     parseValue: (value) => parseDate(value),
     parseLiteral: (ast) => {
-      if (ast.kind !== Kind.STRING) throw new GraphQLError('DateTime must be an ISO-8601 string.');
+      if (ast.kind !== Kind.STRING) throw badUserInput('DateTime must be an RFC 3339 (ISO-8601) string.');
       return parseDate(ast.value);
     },
   }),
@@ -166,10 +171,17 @@ builder.addScalarType(
 
 function parseDate(value: unknown): Date {
   if (typeof value !== 'string' || value.length > 40)
-    throw new GraphQLError('DateTime must be an ISO-8601 string.');
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(value)) {
-    throw new GraphQLError(`DateTime cannot represent "${value}": use ISO-8601, e.g. 2026-01-31T12:00:00Z.`);
+    throw badUserInput('DateTime must be an RFC 3339 (ISO-8601) string.');
+  let date: unknown;
+  try {
+    date = DateTimeResolver.parseValue(value);
+  } catch {
+    date = null;
+  }
+  if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
+    throw badUserInput(
+      `DateTime cannot represent "${value}": use ISO-8601 with an offset, e.g. 2026-01-31T12:00:00Z.`,
+    );
   }
   return date;
 }

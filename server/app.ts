@@ -74,9 +74,13 @@ export interface AppOptions {
   /** Print the bootstrap token to stdout. @default true outside NODE_ENV=test */
   printBootstrapToken?: boolean;
   /**
-   * Milliseconds since the epoch for the times the server stamps and compares (token expiry, leases,
-   * the reaper, session and sandbox times; not Prisma's `updatedAt` or a provider's end time, see
-   * resolvers/services.ts); tests move it. @default Date.now
+   * Milliseconds since the epoch for the services that stamp times and compare them with their own
+   * stamps (resolvers/services.ts): token expiry, use and revocation, leases and the reaper, session
+   * lifecycle and provisioning, runtime state, telemetry, reloads, invitations, share-link and
+   * preview-token expiry; tests move it. Still on real time: recovery and the lifetime guard (they
+   * compare Prisma's `updatedAt` and a provider's end time), a subscription's end at its token's
+   * expiry (server/realtime.ts), `ShareLink.active` and the invitation list in schema/, change-request
+   * merge and close times, manifest sync and snapshot build times. @default Date.now
    */
   now?: () => number;
 }

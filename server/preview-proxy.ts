@@ -139,7 +139,7 @@ export function createPreviewProxy(options: { access: AccessService; proxy: Daem
         if (urlToken) {
           // A signed URL is opened once: it becomes a cookie of this preview's origin, and the
           // browser reloads the clean URL (the token leaves the address bar and history).
-          const cookie = access.previewCookie(site.sandboxId, site.port, grant.userId);
+          const cookie = await access.previewCookie(site.sandboxId, site.port, grant.userId);
           res.writeHead(303, {
             location: without(path, params, PREVIEW_QUERY),
             'set-cookie': `${PREVIEW_COOKIE}=${encodeURIComponent(cookie.token)}; Path=/; Max-Age=${cookie.maxAgeSeconds}; ${cookie.attributes}`,

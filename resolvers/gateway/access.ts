@@ -8,7 +8,8 @@
 // audience) nor the daemon's or OpenCode's port, and a refused port answers exactly as an unused one
 // (R-PRV-5). None of these touch leases or the idle clock (R-LEASE-2). The transports are
 // server/agent-proxy.ts and server/preview-proxy.ts.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { SignJWT, jwtVerify } from 'jose';
 import type { ShareLinkMode } from '../../prisma/generated/client/client';
 import { UNREACHABLE_PORT_MESSAGE, UNREACHABLE_PORT_STATUS } from '../../contract/ports';
 import type { Db } from '../platform';
@@ -144,37 +145,38 @@ export function createAccessService(options: AccessServiceOptions) {
     };
   }
 
-  function sign(payload: string): string {
-    return createHmac('sha256', options.signingKey).update(`preview\0${payload}`).digest('base64url');
+  /**
+   * A JWT (HS256, signed with jose like the sandbox tokens) binding one sandbox port, the user the
+   * daemon is told about and an expiry: claims `sbx`, `port`, `sub`, `exp`, under the preview
+   * audience so no other token of ours is taken for one.
+   */
+  function previewToken(sandboxId: string, port: number, userId: string, expiresAtSeconds: number) {
+    return new SignJWT({ sbx: sandboxId, port })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer(PREVIEW_JWT_ISSUER)
+      .setAudience(PREVIEW_JWT_AUDIENCE)
+      .setSubject(userId)
+      .setExpirationTime(expiresAtSeconds)
+      .sign(options.signingKey);
   }
 
-  /** `<base64url claims>.<mac>` binding one sandbox port and an expiry. */
-  function previewToken(sandboxId: string, port: number, userId: string, expiresAtSeconds: number): string {
-    const payload = Buffer.from(
-      JSON.stringify({ sbx: sandboxId, port, sub: userId, exp: expiresAtSeconds }),
-    ).toString('base64url');
-    return `${payload}.${sign(payload)}`;
-  }
-
-  function verifyPreviewToken(
+  /** The token's user and expiry when it is valid now for this sandbox and port; null otherwise. */
+  async function verifyPreviewToken(
     token: string,
     sandboxId: string,
     port: number,
-  ): { sub: string; exp: number } | null {
-    const [payload, mac] = token.split('.');
-    if (!payload || !mac) return null;
-    const expected = Buffer.from(sign(payload));
-    const given = Buffer.from(mac);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+  ): Promise<{ sub: string; exp: number } | null> {
     try {
-      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
-        sbx: string;
-        port: number;
-        sub: string;
-        exp: number;
-      };
-      if (claims.sbx !== sandboxId || claims.port !== port || claims.exp * 1000 <= now()) return null;
-      return { sub: claims.sub, exp: claims.exp };
+      const { payload } = await jwtVerify(token, options.signingKey, {
+        issuer: PREVIEW_JWT_ISSUER,
+        audience: PREVIEW_JWT_AUDIENCE,
+        algorithms: ['HS256'],
+        requiredClaims: ['exp', 'sub'],
+        // Expiry is judged on the injected clock; jose's default leeway is none.
+        currentDate: new Date(now()),
+      });
+      if (payload.sbx !== sandboxId || payload.port !== port) return null;
+      return { sub: payload.sub!, exp: payload.exp! };
     } catch {
       return null;
     }
@@ -331,7 +333,7 @@ export function createAccessService(options: AccessServiceOptions) {
       if (!sandbox) throw new AccessError(404, 'No sandbox with that id.');
       let userId: string;
       const signed = input.previewToken
-        ? verifyPreviewToken(input.previewToken, sandbox.id, input.port)
+        ? await verifyPreviewToken(input.previewToken, sandbox.id, input.port)
         : null;
       if (signed) {
         userId = signed.sub;
@@ -365,10 +367,10 @@ export function createAccessService(options: AccessServiceOptions) {
     },
 
     /** The longer-lived token a preview cookie carries once a signed URL was opened. */
-    previewCookie(sandboxId: string, port: number, userId: string) {
+    async previewCookie(sandboxId: string, port: number, userId: string) {
       const maxAgeSeconds = PREVIEW_COOKIE_MAX_AGE_SECONDS;
       return {
-        token: previewToken(sandboxId, port, userId, Math.floor(now() / 1000) + maxAgeSeconds),
+        token: await previewToken(sandboxId, port, userId, Math.floor(now() / 1000) + maxAgeSeconds),
         maxAgeSeconds,
         attributes: cookieAttributes(),
       };
@@ -396,7 +398,7 @@ export function createAccessService(options: AccessServiceOptions) {
       const refused = refusedPortMessage(port, row ? await reservedPorts(row) : new Set([SERVICE_PORT]));
       if (refused) throw badUserInput(refused, ['port']);
       const expiresAt = Math.floor(now() / 1000) + options.previewUrlTtlSeconds;
-      const token = previewToken(sandbox.id, port, contextUserId(principal), expiresAt);
+      const token = await previewToken(sandbox.id, port, contextUserId(principal), expiresAt);
       const { protocol, host } = site();
       return {
         url: `${protocol}//p${port}-${sandbox.id}.${host}/?${PREVIEW_QUERY}=${encodeURIComponent(token)}`,
@@ -507,3 +509,6 @@ export const PREVIEW_QUERY = 'singulacomp_preview';
 export const PREVIEW_COOKIE = 'singulacomp_preview';
 /** Lifetime of the cookie a preview URL sets (the URL itself lives minutes). */
 export const PREVIEW_COOKIE_MAX_AGE_SECONDS = 12 * 3600;
+/** `iss` and `aud` of preview tokens (sandbox tokens name another audience and use another key). */
+const PREVIEW_JWT_ISSUER = 'singulacomp';
+const PREVIEW_JWT_AUDIENCE = 'singulacomp-preview';

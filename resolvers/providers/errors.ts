@@ -29,6 +29,7 @@ import {
   TimeoutError as E2BTimeoutError,
 } from 'e2b';
 import type { ProviderName } from './types';
+import { cappedExponentialMs, retry } from '../../contract/retry';
 
 /** Environment variable an operator sets to fix a provider's credentials (named in auth errors). */
 export const API_KEY_ENV_VARS: Record<ProviderName, string> = {
@@ -614,11 +615,9 @@ export interface RetryOptions {
   onRetry?: (info: { attempt: number; delayMs: number; error: ProviderError }) => void;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Backoff delay before attempt `attempt + 1` (attempt counts from 1). */
+/** Backoff delay before attempt `attempt + 1` (attempt counts from 1), before jitter. */
 export function backoffDelayMs(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
-  return Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+  return cappedExponentialMs(attempt - 1, { initialMs: baseDelayMs, maxMs: maxDelayMs });
 }
 
 /**
@@ -632,26 +631,32 @@ export async function withProviderRetry<T>(
   context: ProviderErrorContext,
   options: RetryOptions = {},
 ): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 4;
-  const baseDelayMs = options.baseDelayMs ?? 250;
-  const maxDelayMs = options.maxDelayMs ?? 4_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
-  const jitter = options.jitter ?? true;
-  const sleep = options.sleep ?? defaultSleep;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn(attempt);
-    } catch (raw) {
-      const error = toProviderError(raw, context, attempt);
-      if (!isRetryable(error) || attempt >= maxAttempts) throw error;
-      let delayMs = backoffDelayMs(attempt, baseDelayMs, maxDelayMs);
-      if (jitter) delayMs = Math.round(delayMs / 2 + (Math.random() * delayMs) / 2);
-      if (error instanceof ProviderRateLimitedError && error.retryAfterMs !== null) {
-        if (error.retryAfterMs > maxRetryAfterMs) throw error;
-        delayMs = error.retryAfterMs;
+  return retry<T, ProviderError>(
+    async (attempt) => {
+      try {
+        return await fn(attempt);
+      } catch (raw) {
+        throw toProviderError(raw, context, attempt);
       }
-      options.onRetry?.({ attempt, delayMs, error });
-      await sleep(delayMs);
-    }
-  }
+    },
+    {
+      maxAttempts: options.maxAttempts ?? 4,
+      // Jitter within [delay/2, delay]: never past the cap.
+      backoff: {
+        initialMs: options.baseDelayMs ?? 250,
+        maxMs: options.maxDelayMs ?? 4_000,
+        jitter: (options.jitter ?? true) ? 0.5 : 0,
+        jitterSide: 'below',
+      },
+      retryable: isRetryable,
+      delayFor: (error, backoffMs) => {
+        if (!(error instanceof ProviderRateLimitedError) || error.retryAfterMs === null) return backoffMs;
+        if (error.retryAfterMs > maxRetryAfterMs) throw error;
+        return error.retryAfterMs;
+      },
+      onRetry: options.onRetry,
+      sleep: options.sleep,
+    },
+  );
 }

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FieldNode, type OperationDefinitionNode, parse } from 'graphql';
 import { type Agent, type AgentOptions, createAgent } from '../../agent/agent';
+import { ApiClient } from '../../agent/api-client';
+import { createLogger } from '../../agent/logger';
 import { freePort } from '../../contract/ports';
 import { type UserContextAudience, signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
@@ -186,10 +188,13 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     prompt: options.prompt ?? null,
     alreadyClaimed: options.alreadyClaimed,
   });
+  const logLevel = process.env.AGENT_TEST_LOG ?? 'silent';
   const agent = createAgent({
     sessionId,
     token,
     apiUrl: api.url,
+    // Passed in as a test would pass a client of its own (createAgent's `api` option).
+    api: new ApiClient({ apiUrl: api.url, token, logger: createLogger(logLevel) }),
     servicePort: 0,
     serviceHost: '127.0.0.1',
     workspace,
@@ -211,7 +216,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     stopGraceMs: 3_000,
     shutdownTimeoutMs: 10_000,
     reloadValidateTimeoutMs: 20_000 * WAIT_SCALE,
-    logLevel: process.env.AGENT_TEST_LOG ?? 'silent',
+    logLevel,
     ...options.agent,
   });
   const stopAll = async (): Promise<void> => {

@@ -8,6 +8,7 @@
 // below lands in the app, which records it. Item 4's browser half is test/web/preview-isolation.
 import { readFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
@@ -249,5 +250,34 @@ describe('previews and share links reach only the app port', () => {
     expect(res.status).toBe(200);
     expect(res.body).toContain('addEventListener');
     expect(res.headers['service-worker-allowed']).toBeUndefined();
+  });
+  test('a preview URL carries a jose-signed JWT bound to its sandbox, port, user and expiry', async () => {
+    const asked = (await e.t.request(SandboxPreviewUrlDocument, { id: s.sandboxId, port: appPort })).data!
+      .sandbox!.previewUrl;
+    const url = new URL(asked.url);
+    const token = url.searchParams.get('singulacomp_preview')!;
+    expect(decodeProtectedHeader(token)).toEqual({ alg: 'HS256', typ: 'JWT' });
+    const claims = decodeJwt(token);
+    expect(claims).toEqual({
+      iss: 'singulacomp',
+      aud: 'singulacomp-preview',
+      sub: expect.any(String),
+      sbx: s.sandboxId,
+      port: appPort,
+      exp: Math.floor(Date.parse(asked.expiresAt as string) / 1000),
+    });
+    const open = (value: string) => {
+      const forged = new URL(url);
+      forged.searchParams.set('singulacomp_preview', value);
+      return createPreviewClient().request(forged.toString());
+    };
+    expect((await open(token)).status).toBe(200);
+    // The same claims for another port, under the original signature; and an unsigned token.
+    const [header, , signature] = token.split('.');
+    const otherPort = Buffer.from(JSON.stringify({ ...claims, port: appPort + 1 })).toString('base64url');
+    expect((await open(`${header}.${otherPort}.${signature}`)).status).toBe(401);
+    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    expect((await open(`${none}.${payload}.`)).status).toBe(401);
   });
 });
