@@ -141,17 +141,27 @@ export type Decision =
       message: string;
     };
 
-type ResourceArg<A extends Action> = Resources[A] extends undefined ? [resource?: undefined] : [resource: Resources[A]];
+type ResourceArg<A extends Action> = Resources[A] extends undefined
+  ? [resource?: undefined]
+  : [resource: Resources[A]];
 
+const UNAUTHENTICATED_MESSAGE = 'Authentication required: send Authorization: Bearer <token>.';
 const ALLOW: Decision = { allowed: true };
-const deny = (message: string, status = 403): Decision => ({ allowed: false, code: 'FORBIDDEN', status, message });
+const deny = (message: string, status = 403): Decision => ({
+  allowed: false,
+  code: 'FORBIDDEN',
+  status,
+  message,
+});
 const ZERO_SHA = '0000000000000000000000000000000000000000';
 
 /** The zero object id git sends for a deleted ref. */
 export const GIT_ZERO_SHA = ZERO_SHA;
 
 function isPrincipal(actor: Actor): actor is Principal {
-  return actor !== null && (actor.kind === 'USER' || actor.kind === 'SERVICE_ACCOUNT' || actor.kind === 'SANDBOX');
+  return (
+    actor !== null && (actor.kind === 'USER' || actor.kind === 'SERVICE_ACCOUNT' || actor.kind === 'SANDBOX')
+  );
 }
 
 function human(p: Principal): p is HumanPrincipal {
@@ -230,7 +240,8 @@ function gitUpdateRef(p: Principal, update: Resources['git.updateRef']): Decisio
     );
   }
   if (update.newSha === ZERO_SHA) return deny(`deleting refs is not allowed through the git proxy.${hint}`);
-  if (allowed) return update.ref === allowed ? ALLOW : deny(`${update.ref} is not this session's branch.${hint}`);
+  if (allowed)
+    return update.ref === allowed ? ALLOW : deny(`${update.ref} is not this session's branch.${hint}`);
   if (!update.ref.startsWith('refs/heads/')) {
     return deny(`only branches (refs/heads/*) can be pushed through the git proxy, not ${update.ref}.`);
   }
@@ -238,13 +249,18 @@ function gitUpdateRef(p: Principal, update: Resources['git.updateRef']): Decisio
 }
 
 /** The decisions of actors that are no API credential: share-link visitors and preview tokens. */
-function decideAnonymous(actor: ShareLinkActor | PreviewTokenActor, action: Action, resource: unknown): Decision {
+function decideAnonymous(
+  actor: ShareLinkActor | PreviewTokenActor,
+  action: Action,
+  resource: unknown,
+): Decision {
   if (action === 'share.open' && actor.kind === 'SHARE_LINK') {
     const r = resource as Resources['share.open'];
     if (r.linkId !== actor.linkId) return deny('No such share link.', 404);
     if (actor.mode === 'VIEW_ONLY') {
       if (r.upgrade) return deny('A view-only share link does not allow WebSocket connections.');
-      if (r.method !== 'GET' && r.method !== 'HEAD') return deny('A view-only share link allows only GET and HEAD.', 405);
+      if (r.method !== 'GET' && r.method !== 'HEAD')
+        return deny('A view-only share link allows only GET and HEAD.', 405);
     }
     return ALLOW;
   }
@@ -255,14 +271,16 @@ function decideAnonymous(actor: ShareLinkActor | PreviewTokenActor, action: Acti
       : deny('The preview link expired or is for another preview; ask for a new previewUrl.', 401);
   }
   return deny(
-    actor.kind === 'SHARE_LINK' ? 'A share link opens only its own port.' : 'A preview token opens only its own preview.',
+    actor.kind === 'SHARE_LINK'
+      ? 'A share link opens only its own port.'
+      : 'A preview token opens only its own preview.',
   );
 }
 
 /** The decision for `actor` doing `action` to `resource`. */
 export function decide<A extends Action>(actor: Actor, action: A, ...[resource]: ResourceArg<A>): Decision {
   if (actor === null) {
-    return { allowed: false, code: 'UNAUTHENTICATED', status: 401, message: 'Authentication required.' };
+    return { allowed: false, code: 'UNAUTHENTICATED', status: 401, message: UNAUTHENTICATED_MESSAGE };
   }
   if (!isPrincipal(actor)) return decideAnonymous(actor, action, resource);
   const p = actor;
@@ -291,7 +309,9 @@ export function decide<A extends Action>(actor: Actor, action: A, ...[resource]:
       return p.kind === 'SANDBOX' ? sessionRead(p, r) : sessionWrite(p, r);
     case 'session.reload':
       if (p.kind === 'SANDBOX')
-        return p.sessionId === (r as SessionRef).id ? ALLOW : deny('A sandbox token can only reload its own session.');
+        return p.sessionId === (r as SessionRef).id
+          ? ALLOW
+          : deny('A sandbox token can only reload its own session.');
       return sessionWrite(p, r);
     case 'account.watch':
       return human(p) ? scope(p, 'sessions:read') : deny('A sandbox token cannot watch the account.');
@@ -300,7 +320,10 @@ export function decide<A extends Action>(actor: Actor, action: A, ...[resource]:
     case 'changeRequest.open':
       return all(
         () => sessionRead(p, r),
-        () => (human(p) ? decide(p, 'project.write', { accountId: (r as SessionRef).accountId, scope: 'sessions:write' }) : ALLOW),
+        () =>
+          human(p)
+            ? decide(p, 'project.write', { accountId: (r as SessionRef).accountId, scope: 'sessions:write' })
+            : ALLOW,
       );
     case 'changeRequest.close': {
       const c = r as Resources['changeRequest.close'];
@@ -325,7 +348,9 @@ export function decide<A extends Action>(actor: Actor, action: A, ...[resource]:
       );
     }
     case 'snapshot.read':
-      return human(p) && !p.scopes.has('projects:read') ? deny('This token lacks the projects:read scope.') : ALLOW;
+      return human(p) && !p.scopes.has('projects:read')
+        ? deny('This token lacks the projects:read scope.')
+        : ALLOW;
     case 'shareLink.read':
       if (p.kind === 'SANDBOX') return deny('A sandbox token cannot read share links.');
       return all(
@@ -380,7 +405,10 @@ export function decide<A extends Action>(actor: Actor, action: A, ...[resource]:
     case 'token.mint':
       return all(
         () => scope(p, 'tokens:write'),
-        () => (p.kind === 'USER' && !p.isAdmin ? deny('Only account admins create service-account tokens.') : ALLOW),
+        () =>
+          p.kind === 'USER' && !p.isAdmin
+            ? deny('Only account admins create service-account tokens.')
+            : ALLOW,
       );
     case 'token.mintPersonal':
       return p.kind === 'USER' ? ALLOW : deny('Only users hold personal access tokens.');
@@ -414,7 +442,7 @@ export function can<A extends Action>(actor: Actor, action: A, ...resource: Reso
 /** The GraphQL error a refused decision answers with (`message` overrides the policy's wording). */
 export function refusalError(decision: Decision & { allowed: false }, message?: string) {
   return decision.code === 'UNAUTHENTICATED'
-    ? unauthenticated(message)
+    ? unauthenticated(message ?? decision.message)
     : forbidden(message ?? decision.message);
 }
 

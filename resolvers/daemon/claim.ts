@@ -2,7 +2,7 @@
 // instead of receiving them in the environment. The first claim wins atomically; a restarted daemon
 // gets alreadyClaimed: true and no prompt, so the prompt is never sent twice.
 import type { Db } from '../platform';
-import { NotFoundError, forbidden } from '../errors';
+import { NotFoundError } from '../errors';
 import type { Principal } from '../auth/principal';
 import { assertDaemon } from '../auth/policy';
 

@@ -331,7 +331,12 @@ export function createAccessService(options: AccessServiceOptions) {
         port: input.port,
       };
       if (signed) {
-        const actor = { kind: 'PREVIEW_TOKEN', sandboxId: sandbox.id, port: input.port, userId: signed.sub } as const;
+        const actor = {
+          kind: 'PREVIEW_TOKEN',
+          sandboxId: sandbox.id,
+          port: input.port,
+          userId: signed.sub,
+        } as const;
         permit(decide(actor, 'preview.open', resource));
         userId = signed.sub;
       } else if (input.authorization) {

@@ -57,7 +57,8 @@ type LeaseRow = ExecutionLease & { provider: ProviderName; providerSandboxId: st
 export function assertOwnSession(principal: Principal | null, sessionId: string): SandboxPrincipal {
   const decision = decide(principal, 'daemon.lease', { sessionId });
   // A missing credential reads as the others do: this call is the sandbox token's.
-  if (!decision.allowed) throw forbidden(principal ? decision.message : 'Only the sandbox token of this session can do this.');
+  if (!decision.allowed)
+    throw forbidden(principal ? decision.message : 'Only the sandbox token of this session can do this.');
   return principal as SandboxPrincipal;
 }
 
