@@ -235,6 +235,27 @@ describe('the authorisation policy', () => {
     });
   });
 
+  it('words the git proxy’s ref refusals as the push output shows them', () => {
+    const refusal = (actor: Actor, ref: string, newSha = 'a'.repeat(40)) => {
+      const decision = decide(actor, 'git.updateRef', { ref, newSha, defaultBranch: 'main' });
+      return decision.allowed ? null : decision.message;
+    };
+    const hint = ` This session may push only refs/heads/${SESSION} (git push origin HEAD).`;
+    expect(refusal(ACTORS.sandboxOwn, 'refs/heads/main')).toBe(
+      `the default branch main is written only by merging a change request.${hint}`,
+    );
+    expect(refusal(ACTORS.sandboxOwn, `refs/heads/${SESSION}`, '0'.repeat(40))).toBe(
+      `deleting refs is not allowed through the git proxy.${hint}`,
+    );
+    expect(refusal(ACTORS.sandboxOwn, 'refs/tags/v1')).toBe(
+      `refs/tags/v1 is not this session's branch.${hint}`,
+    );
+    expect(refusal(ACTORS.member, 'refs/tags/v1')).toBe(
+      'only branches (refs/heads/*) can be pushed through the git proxy, not refs/tags/v1.',
+    );
+    expect(refusal(ACTORS.member, 'refs/heads/feature')).toBeNull();
+  });
+
   it('gives the proxies their HTTP status', () => {
     const status = (actor: Actor, action: Action, resource: unknown) => {
       const decision = decide(actor, action, resource as never);
