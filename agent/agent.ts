@@ -15,6 +15,7 @@ import { type ControlHandlers, ProxyServer } from './proxy';
 import { compileAgentConfig, Reloader } from './reload';
 import { Supervisor } from './supervisor';
 import { createSystemReaders, type SystemReaders, Telemetry } from './telemetry';
+import { PortWatch } from './port-watch';
 import { parseObject, prettify, type Shape } from './validate';
 
 export interface AgentOptions {
@@ -124,6 +125,7 @@ export class Agent {
   readonly events: EventFollower;
   readonly lease: LeaseKeeper;
   readonly telemetry: Telemetry;
+  readonly ports: PortWatch;
   readonly memoryGuard: MemoryGuard;
   readonly offloader: Offloader;
   readonly reloader: Reloader;
@@ -247,6 +249,12 @@ export class Agent {
           onLost: () => void this.stop().then(() => options.onControlPlaneLost?.()),
         })
       : null;
+    this.ports = new PortWatch({
+      api: this.api,
+      logger: this.log,
+      sandboxId: () => this.supervisor.bootstrap?.sandboxId ?? null,
+      excluded: () => [this.proxy.port, ...(this.supervisor.current ? [this.supervisor.current.port] : [])],
+    });
     this.memoryGuard = new MemoryGuard({
       logger: this.log,
       tracker: this.tracker,
@@ -322,6 +330,7 @@ export class Agent {
     await this.supervisor.boot();
     if (this.supervisor.stopped) return this;
     this.telemetry.start();
+    this.ports.start();
     this.memoryGuard.start();
     void this.telemetry.report('STATE_CHANGE');
     if (this.options.attachmentOffload) {
@@ -497,6 +506,7 @@ export class Agent {
     this.controlPlane?.stop();
     this.memoryGuard.stop();
     this.telemetry.stop();
+    const ports = this.ports.stop();
     const graceful = (async () => {
       await Promise.all([
         this.proxy.close(Math.min(2_000, this.options.shutdownTimeoutMs)),
@@ -504,7 +514,7 @@ export class Agent {
         this.lease.stop(),
         this.supervisor.stop(),
       ]);
-      await Promise.all([this.reportChain, this.forwarder.flush(), this.offloadsSettled()]);
+      await Promise.all([this.reportChain, this.forwarder.flush(), this.offloadsSettled(), ports]);
     })();
     let timer: NodeJS.Timeout | undefined;
     const hard = new Promise<'timeout'>((resolve) => {

@@ -8,6 +8,7 @@ import {
   ReportAgentEventsDocument,
   ReportReloadPhaseDocument,
   ReportRuntimeStateDocument,
+  ReportSandboxPortsDocument,
   type ReportTelemetryInput,
   ReportTelemetryDocument,
   type RuntimeState,
@@ -85,6 +86,7 @@ const DOCUMENTS = {
   reportRuntimeState: ReportRuntimeStateDocument,
   reportReloadPhase: ReportReloadPhaseDocument,
   reportAgentEvents: ReportAgentEventsDocument,
+  reportSandboxPorts: ReportSandboxPortsDocument,
 } as const;
 
 type Operation = keyof typeof DOCUMENTS;
@@ -174,6 +176,11 @@ export class ApiClient {
     } catch {
       // unreachable: lastContactAt stays where it was
     }
+  }
+
+  /** The sandbox's listening ports (the full set) when they changed. */
+  async reportSandboxPorts(input: { sandboxId: string; ports: number[] }): Promise<void> {
+    await this.mutate('reportSandboxPorts', { input });
   }
 
   /** Runs one mutation; returns its Success payload or throws ApiPayloadError / ApiRequestError. */

@@ -92,6 +92,14 @@ export interface ComposeSandboxDockerfileOptions {
   opencodeVersion?: string;
   /** @default '0.5.0' */
   agentBrowserVersion?: string;
+  /**
+   * The package floor: the apt/dnf RUN (git, build tools, LibreOffice, pandoc, tesseract …) and the
+   * toolchain downloads (pnpm + Node.js, uv + Python, OpenCode, Bun, agent-browser). false leaves
+   * both out; the runtime image (`image` source) then also provides Node.js and OpenCode in
+   * /opt/singulacomp/bin/ (the DOCKER provider's locally built runtime image does), so a
+   * sandbox image builds without any network. @default true
+   */
+  packageFloor?: boolean;
 }
 
 export interface FinalStage {
@@ -171,6 +179,9 @@ export function composeSandboxDockerfile(
   const bun = option(options.bunVersion, '1.3.1', 'bunVersion');
   const opencode = option(options.opencodeVersion, '1.18.33', 'opencodeVersion');
   const agentBrowser = option(options.agentBrowserVersion, '0.5.0', 'agentBrowserVersion');
+  const packageFloor = options.packageFloor ?? true;
+  if (!packageFloor && runtimeSource !== 'image')
+    throw new TypeError('composeSandboxDockerfile: packageFloor false needs the image runtime source');
 
   const source = normalizeDockerfileText(userDockerfile ?? `FROM ${DEFAULT_BASE_IMAGE}\n`);
   const parsed = parseDockerfile(source);
@@ -272,6 +283,33 @@ export function composeSandboxDockerfile(
   // SHELL (E2B ignores SHELL and warns about it).
   const userShell = finalStageInstructions.some((instruction) => instruction.keyword === 'SHELL');
   const resetShell = !packaged || userShell;
+
+  if (!packageFloor) {
+    // Everything from the runtime image, nothing downloaded: its /opt/singulacomp/bin/ carries
+    // Node.js and OpenCode.
+    const minimal = [
+      `# ---- SingulaComp runtime layer: runtime ${runtimeVersion} (no package floor), layer format ${RUNTIME_LAYER_FORMAT}. Generated; do not edit. ----`,
+      'USER root',
+      'SHELL ["/bin/sh", "-c"]',
+      ...runtimeInstall,
+      `COPY --from=${runtimeImage}:${runtimeVersion} ${PREFIX}/bin/ ${PREFIX}/bin/`,
+      run(e, [
+        'set -eu;',
+        `mkdir -p ${PREFIX}/home ${SANDBOX_WORKSPACE};`,
+        `chmod 755 ${AGENT_BINARY} ${CLI_BINARY} ${ENTRYPOINT_BINARY};`,
+        ...ownerStatements.map((statement) => `${statement};`),
+        'true',
+      ]),
+      `ENV PATH="\${PATH}:${PREFIX}/bin"`,
+      `ENV SINGULACOMP_WORKSPACE=${SANDBOX_WORKSPACE}`,
+      `WORKDIR ${SANDBOX_WORKSPACE}`,
+      `EXPOSE ${SANDBOX_SERVICE_PORT}`,
+      ...(restoreUser !== null ? [`USER ${restoreUser}`] : []),
+      `ENTRYPOINT ["${ENTRYPOINT_BINARY}"]`,
+      'CMD []',
+    ];
+    return { ok: true, dockerfile: `${text}\n${minimal.join('\n')}\n`, finalStage, warnings };
+  }
 
   const layer = [
     `# ---- SingulaComp runtime layer: runtime ${runtimeVersion}${packaged ? ' (package)' : ''}, layer format ${RUNTIME_LAYER_FORMAT}. Generated; do not edit. ----`,

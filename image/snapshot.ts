@@ -38,6 +38,10 @@ export interface SnapshotKeyInput {
   runtimeSource?: RuntimeSource;
   /** The pinned tarball digest of the `package` source, if any; part of its key. */
   runtimeSha256?: string | null;
+  /** false: the layer without its package floor (image/dockerfile.ts); part of the key. @default true */
+  packageFloor?: boolean;
+  /** The runtime image the layer copies from, when not the default one; part of the key. */
+  runtimeImage?: string | null;
   files: Pick<RepoFileReader, 'listEntries' | 'readFile'>;
 }
 
@@ -270,6 +274,14 @@ export async function computeSnapshotKey(input: SnapshotKeyInput): Promise<Snaps
     frame(hash, input.runtimeSource as string);
     frame(hash, 'runtime-sha256');
     frame(hash, input.runtimeSha256 ?? '');
+  }
+  if (input.packageFloor === false) {
+    frame(hash, 'package-floor');
+    frame(hash, 'none');
+  }
+  if (input.runtimeImage) {
+    frame(hash, 'runtime-image');
+    frame(hash, input.runtimeImage);
   }
   frame(hash, 'spec');
   frame(hash, `cpu=${input.spec.cpu};memoryGiB=${input.spec.memoryGiB};diskGiB=${input.spec.diskGiB}`);

@@ -38,6 +38,9 @@ import { type DaemonClient, createDaemonClient } from './daemon/daemon-client';
 import { type AccessService, createAccessService } from './gateway/access';
 import { type ConversationService, createConversationService } from './gateway/conversation';
 import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from './gateway/llm';
+import { type SessionRecord, createSessionRecord } from './sessions/record';
+import { type WorkspaceService, createWorkspaceService } from './sessions/workspace';
+import { type SandboxInfo, createSandboxInfo } from './sessions/sandbox-info';
 
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
@@ -85,6 +88,8 @@ export interface ServicesConfig {
   webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
   publicUrl: string | null;
+  /** The session record (R-REC-1): output cut and retention (0: kept until the session is deleted). */
+  record: { maxOutputChars: number; retentionMs: number };
 }
 
 export interface Services {
@@ -129,6 +134,9 @@ export interface Services {
   daemon: DaemonClient;
   conversation: ConversationService;
   access: AccessService;
+  record: SessionRecord;
+  workspace: WorkspaceService;
+  sandboxInfo: SandboxInfo;
 }
 
 export interface ServicesOptions {
@@ -149,6 +157,8 @@ export interface ServicesOptions {
   now?: () => number;
   /** Reads list pages as one statement where it can (server/fast-paths/). @default Prisma only */
   findManySql?: FindManySql;
+  /** The request a call runs for (x-request-id), so a provisioning job's log lines carry it. */
+  requestScope?: import('./sessions/provisioning').RequestScope;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;
   onJobFailed?: (queue: string) => void;
@@ -187,6 +197,12 @@ export function createServices(options: ServicesOptions): Services {
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
   });
+  const sandboxInfo = createSandboxInfo({
+    db,
+    providers: options.providers,
+    logger: options.logger,
+    now: options.now,
+  });
   const installation = createInstallation({ db, configured: options.config.installationId });
   const jobs = createJobQueue({
     database: options.database,
@@ -207,6 +223,7 @@ export function createServices(options: ServicesOptions): Services {
     onRunning: (id) => sessions.markRunning(id),
     onPhase: (id, phase) => sessions.setPhase(id, phase),
     onFailed: (id, reason) => sessions.fail(id, reason),
+    ...(options.requestScope ? { requestScope: options.requestScope } : {}),
     onProviderEnded: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
     installationId: () => installation.id(),
@@ -304,6 +321,7 @@ export function createServices(options: ServicesOptions): Services {
     housekeeping: async () => {
       await telemetry.pruneExpired();
       await lifetimes.tick();
+      await record.prune();
     },
   });
   const runtimeState = createRuntimeStateService({ db, events, now: options.now });
@@ -319,12 +337,24 @@ export function createServices(options: ServicesOptions): Services {
     now: options.now,
   });
   const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
+  const record = createSessionRecord({
+    db,
+    sql: options.database.raw,
+    logger: options.logger,
+    maxOutputChars: options.config.record.maxOutputChars,
+    retentionMs: options.config.record.retentionMs,
+    apiUrl: options.apiUrl,
+    now: options.now,
+  });
+  const workspace = createWorkspaceService({ db, git: options.git, encryptionKey: options.keys.encryption });
   const conversation = createConversationService({
     db,
     pubsub: options.pubsub,
     daemon,
     logger: options.logger,
     apiUrl: options.apiUrl,
+    record,
+    sql: options.database.raw,
   });
   const access = createAccessService({
     db,
@@ -431,5 +461,8 @@ export function createServices(options: ServicesOptions): Services {
     daemon,
     conversation,
     access,
+    record,
+    workspace,
+    sandboxInfo,
   };
 }

@@ -98,6 +98,10 @@ builder.prismaNode('Snapshot', {
     provider: t.expose('provider', { type: ProviderEnum }),
     runtimeVersion: t.exposeString('runtimeVersion'),
     error: t.exposeString('error', { nullable: true }),
+    buildLog: t.exposeString('buildLog', {
+      nullable: true,
+      description: "The image builder's output (its last 16 KiB), updated while the build runs.",
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     builtAt: t.expose('builtAt', { type: 'DateTime', nullable: true }),
   }),

@@ -46,7 +46,8 @@ const keepFileUrls = {
  * The server (server/main.ts) and every package it loads in one file: Node then reads one file
  * instead of resolving and loading some two thousand, and no TypeScript loader runs. Packages that
  * find their own files next to themselves (PGlite's WebAssembly, Prisma's query compiler, GraphiQL's
- * assets, pino's workers) stay in node_modules.
+ * assets, pino's workers) stay in node_modules, and so does dockerode (docker-modem loads ssh2,
+ * whose optional native bindings esbuild cannot bundle).
  */
 export const SERVER = nodeBundleOptions('server/main.ts', {
   outfile: 'dist/server.mjs',
@@ -56,6 +57,7 @@ export const SERVER = nodeBundleOptions('server/main.ts', {
     '@graphql-yoga/render-graphiql',
     'pino',
     'pino-pretty',
+    'dockerode',
   ],
   plugins: [keepFileUrls],
 });

@@ -10,6 +10,7 @@ import { createYoga } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { createGitService } from '../resolvers/git/git';
 import type { Principal } from '../resolvers/auth/principal';
+import { DockerProvider } from '../resolvers/providers/docker';
 import { createCloudProviders, mergeProviders } from '../resolvers/providers/index';
 import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
 import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
@@ -29,7 +30,13 @@ import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
-import { UNEXPECTED_ERROR_MESSAGE, createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import {
+  UNEXPECTED_ERROR_MESSAGE,
+  createErrorMasker,
+  currentRequestId,
+  requestIdFrom,
+  withRequestId,
+} from './faults';
 import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
@@ -45,6 +52,7 @@ import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
 import type { Socket } from 'node:net';
 import { createAgentProxy } from './agent-proxy';
+import { createRecordDownload } from './record-download';
 import { createDaemonProxy } from './daemon-proxy';
 import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
@@ -232,9 +240,26 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     identity: createLocalIdentityStore(database.prisma),
     onEntryExit: (id, exit) => services.reconciler.sandboxExited(id, exit),
   });
+  // DOCKER (R-DOCK-1) when DOCKER_HOST is set: containers on that engine, images built through it.
+  const docker = env.docker
+    ? new DockerProvider({
+        host: env.docker.host,
+        tls: env.docker.tlsVerify && env.docker.certPath ? { certPath: env.docker.certPath } : null,
+        dataDir: env.docker.dataDir ?? join(env.dataDir, 'docker-sandboxes'),
+        runtimeDir: env.docker.runtimeDir ?? join(process.cwd(), 'dist/runtime/image'),
+        runtimeVersion: env.runtimeVersion,
+        packageFloor: env.docker.packageFloor,
+        apiPort: () => (url ? Number(new URL(url).port) : null),
+        egressPorts: env.localEgressPorts,
+        clone: (repo, branch, dir, workspace) => git.cloneWorkspace(repo, branch, dir, workspace),
+        pidsLimit: env.docker.pidsLimit,
+        imageMaxAgeMs: env.docker.imageMaxAgeMs,
+        imageMaxCount: env.docker.imageMaxCount,
+      })
+    : null;
   const providers: ProviderRegistry = createProviderRegistry([
     local,
-    ...mergeProviders(createCloudProviders(env), options.providers),
+    ...mergeProviders([...createCloudProviders(env), ...(docker ? [docker] : [])], options.providers),
   ]);
 
   let url = '';
@@ -250,6 +275,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     providers,
     apiUrl: () => env.publicUrl ?? url,
     ...(env.fastPaths.findManySql ? { findManySql: findManySql(database.raw) } : {}),
+    requestScope: { current: currentRequestId, run: withRequestId },
     onAdmissionRefused: () => metrics.admissionRefusals.inc(),
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
@@ -321,17 +347,22 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     proxy: daemonProxy,
     logger,
   });
+  const recordDownload = createRecordDownload({ services, logger });
   const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
   const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
 
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
+  /** Responses not yet finished: when the drain begins, each closes its connection after it. */
+  const open = new Set<ServerResponse>();
   /** Counts a request for the drain and records its duration under a coarse route label. */
   const track = (res: ServerResponse, route: string): void => {
     inFlight++;
+    open.add(res);
     const started = process.hrtime.bigint();
     res.once('close', () => {
+      open.delete(res);
       metrics.httpDuration.observe(
         { route, status: String(res.statusCode) },
         Number(process.hrtime.bigint() - started) / 1e9,
@@ -339,7 +370,6 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
-    if (draining) res.setHeader('connection', 'close');
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -366,6 +396,22 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
+    // A request that reaches a draining process (over a kept-alive connection: the listener is
+    // closed) was not started: 503 with Retry-After says so, and a proxy may try another replica.
+    if (draining && path !== '/metrics') {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+      res.end(
+        JSON.stringify({
+          errors: [
+            {
+              message: 'The server is shutting down; retry.',
+              extensions: { code: 'UNAVAILABLE', requestId },
+            },
+          ],
+        }),
+      );
+      return;
+    }
     if (path === '/metrics') {
       const body = await metrics.registry.metrics();
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
@@ -382,6 +428,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (llmGateway.matches(path)) {
       track(res, 'llm');
       await llmGateway.handle(req, res);
+      return;
+    }
+    if (recordDownload.matches(path)) {
+      track(res, 'record');
+      await withRequestId(requestId, () => recordDownload.handle(req, res, path));
       return;
     }
     if (agentProxy.matches(path)) {
@@ -442,6 +493,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (previewProxy.matches(req, path)) return void previewProxy.upgrade(req, socket, head);
     if (agentProxy.matches(path)) return void agentProxy.upgrade(req, socket, head);
     if (path === '/graphql') {
+      if (draining) {
+        socket.end(
+          'HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n',
+        );
+        return;
+      }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
       return;
     }
@@ -529,6 +586,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     },
     async stop() {
       draining = true;
+      // Answers still being written end their connection: no request follows on it.
+      for (const res of open) if (!res.headersSent) res.setHeader('connection', 'close');
       await services.reaper.stop();
       await services.triggers.stop();
       server.close();

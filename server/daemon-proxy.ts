@@ -16,10 +16,16 @@ export interface ForwardOptions {
   allowFraming?: boolean;
   /** Cookie names of ours to remove before the request reaches the sandbox. */
   dropCookies?: readonly string[];
+  /**
+   * WebSocket only: the subprotocol the 101 answer names. The caller offered it (next to its
+   * credential, which is not forwarded) and a browser fails a handshake that names none.
+   */
+  answerProtocol?: string;
 }
 
 const FRAMING = Symbol('allowFraming');
 const APP = Symbol('app');
+const PROTOCOL = Symbol('answerProtocol');
 
 /** Removes the frame-ancestors directive from a CSP value; null when nothing else is left. */
 export function withoutFrameAncestors(csp: string): string | null {
@@ -91,6 +97,15 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
       (resOrSocket as Socket | undefined)?.destroy();
     }
   });
+  // Emitted before http-proxy listens for the upgrade itself, so the header is in place when it
+  // writes the 101 to the caller.
+  proxy.on('proxyReqWs', (proxyReq, req) => {
+    const protocol = (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL];
+    if (!protocol) return;
+    proxyReq.on('upgrade', (proxyRes) => {
+      proxyRes.headers['sec-websocket-protocol'] = protocol;
+    });
+  });
   proxy.on('proxyRes', (proxyRes, req) => {
     // Hop-by-hop (RFC 9110 §7.6.1): the daemon's keep-alive timeout is not the client's, and it
     // would tell the daemon's answers from the server's own, which a refused port must not.
@@ -128,6 +143,10 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
     );
     if (grant.port !== null) (req as IncomingMessage & { [APP]?: boolean })[APP] = true;
     if (forward.allowFraming) (req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING] = true;
+    if (forward.answerProtocol) {
+      delete req.headers['sec-websocket-protocol'];
+      (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL] = forward.answerProtocol;
+    }
     return daemon.baseUrl(grant.target);
   }
 

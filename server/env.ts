@@ -48,6 +48,7 @@ const rateOverrides = z
     DAYTONA: resourceRates,
     E2B: resourceRates,
     PLATINUM: resourceRates,
+    DOCKER: resourceRates,
   })
   .partial()
   .strict();
@@ -186,6 +187,10 @@ const variables = z.object({
   SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Webhook deliveries are accepted while their signed X-SingulaComp-Timestamp is this close to now. */
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Characters of one tool output or text part the session record keeps (then a marker line). */
+  SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1_024).default(262_144),
+  /** Days a session's record is kept after the session ended (0: until the session is deleted). */
+  SINGULACOMP_RECORD_RETENTION_DAYS: z.coerce.number().min(0).default(30),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
   /**
@@ -232,7 +237,7 @@ const variables = z.object({
   /** Retry-After (seconds) on 503 SERVICE_UNAVAILABLE answers while PostgreSQL or Redis is down. */
   SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(2),
   /** Provider of new projects that name none (LOCAL unless set). */
-  SINGULACOMP_DEFAULT_PROVIDER: z.enum(['LOCAL', 'DAYTONA', 'E2B', 'PLATINUM']).default('LOCAL'),
+  SINGULACOMP_DEFAULT_PROVIDER: z.enum(['LOCAL', 'DAYTONA', 'E2B', 'PLATINUM', 'DOCKER']).default('LOCAL'),
   /** JSON rate overrides, e.g. {"DAYTONA":{"cpuPerHourUsd":0.03}} (defaults in SPEC R-SBX-5). */
   SINGULACOMP_RATES: ratesJson.optional(),
   /** Runtime version baked into sandbox images; part of every snapshot key (R-IMG-3). */
@@ -276,6 +281,28 @@ const variables = z.object({
   /** Platinum has no public default endpoint: required with PLATINUM_API_KEY. */
   PLATINUM_API_URL: z.string().url().optional(),
   /**
+   * DOCKER provider (R-DOCK-1): the Docker Engine API (unix:///var/run/docker.sock, or tcp://host:2376
+   * with DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH). Unset: no DOCKER provider.
+   */
+  DOCKER_HOST: z
+    .string()
+    .regex(/^(unix|tcp|https?):\/\//, 'unix://… or tcp://…')
+    .optional(),
+  DOCKER_TLS_VERIFY: z.enum(['0', '1']).optional(),
+  DOCKER_CERT_PATH: z.string().optional(),
+  /** 0: images without the apt/toolchain package floor (the runtime image brings Node.js and OpenCode). */
+  DOCKER_PACKAGE_FLOOR: z.enum(['0', '1']).default('1'),
+  /** The runtime package directory (`npm run build:runtime`'s image/ context). */
+  DOCKER_RUNTIME_DIR: z.string().optional(),
+  /** Where sandbox workspaces and socket directories live on the Docker host (this machine). */
+  DOCKER_DATA_DIR: z.string().optional(),
+  /** Processes per sandbox container. */
+  DOCKER_PIDS_LIMIT: z.coerce.number().int().positive().default(1024),
+  /** Prune: snapshot images unused for longer than this go (hours). */
+  DOCKER_IMAGE_MAX_AGE_HOURS: z.coerce.number().positive().default(168),
+  /** Prune: at most this many snapshot images are kept (newest first). */
+  DOCKER_IMAGE_MAX_COUNT: z.coerce.number().int().positive().default(50),
+  /**
    * LLM gateway upstreams (R-LLM-1): base URLs and keys stay on the server and never enter a
    * sandbox. The OpenAI base URL ends before `/chat/completions` (e.g. https://api.openai.com/v1),
    * the Anthropic one before `/messages` (e.g. https://api.anthropic.com/v1).
@@ -304,7 +331,7 @@ const variables = z.object({
   SINGULACOMP_FILE_SHARE_PORT: port.default(8080),
 });
 
-export type ProviderKind = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+export type ProviderKind = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER';
 export type RateOverridesEnv = z.infer<typeof rateOverrides>;
 
 export type RawEnv = z.input<typeof variables>;
@@ -363,6 +390,10 @@ const schema = variables.transform((e) => ({
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
   triggerMinIntervalSeconds: e.SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS,
   webhookToleranceSeconds: e.SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS,
+  record: {
+    maxOutputChars: e.SINGULACOMP_RECORD_MAX_OUTPUT_BYTES,
+    retentionMs: Math.round(e.SINGULACOMP_RECORD_RETENTION_DAYS * 86_400_000),
+  },
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
   database: {
@@ -434,6 +465,19 @@ const schema = variables.transform((e) => ({
     e.PLATINUM_API_KEY && e.PLATINUM_API_URL
       ? { apiKey: e.PLATINUM_API_KEY, apiUrl: e.PLATINUM_API_URL }
       : null,
+  docker: e.DOCKER_HOST
+    ? {
+        host: e.DOCKER_HOST,
+        tlsVerify: e.DOCKER_TLS_VERIFY === '1',
+        certPath: e.DOCKER_CERT_PATH ?? null,
+        packageFloor: e.DOCKER_PACKAGE_FLOOR === '1',
+        runtimeDir: e.DOCKER_RUNTIME_DIR ?? null,
+        dataDir: e.DOCKER_DATA_DIR ?? null,
+        pidsLimit: e.DOCKER_PIDS_LIMIT,
+        imageMaxAgeMs: e.DOCKER_IMAGE_MAX_AGE_HOURS * 3_600_000,
+        imageMaxCount: e.DOCKER_IMAGE_MAX_COUNT,
+      }
+    : null,
 }));
 
 export type ServerEnv = z.output<typeof schema>;
@@ -488,3 +532,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (problems.length > 0 || !result.success) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
   return result.data;
 }
+
+/** Every variable the server reads (deployment files are checked against it). */
+export const ENV_VARIABLES: ReadonlySet<string> = new Set(Object.keys(variables.shape));

@@ -27,12 +27,16 @@ const times = (rates: ResourceRates, factor: number): ResourceRates => ({
   diskGiBPerHourUsd: rates.diskGiBPerHourUsd * factor,
 });
 
-/** Daytona's published rates; E2B and Platinum cost about twice as much; LOCAL is free. */
+/**
+ * Daytona's published rates; E2B and Platinum cost about twice as much; LOCAL is free, and so is
+ * DOCKER until an operator prices their own hosts (SINGULACOMP_RATES, e.g. {"DOCKER":{"cpuPerHourUsd":0.01}}).
+ */
 export const DEFAULT_RATES: Readonly<RateTable> = Object.freeze({
   LOCAL: { cpuPerHourUsd: 0, memoryGiBPerHourUsd: 0, diskGiBPerHourUsd: 0 },
   DAYTONA: DAYTONA_RATES,
   E2B: times(DAYTONA_RATES, 2),
   PLATINUM: times(DAYTONA_RATES, 2),
+  DOCKER: { cpuPerHourUsd: 0, memoryGiBPerHourUsd: 0, diskGiBPerHourUsd: 0 },
 });
 
 /** Merges configured overrides over the defaults (the config object of R-SBX-5). */

@@ -27,7 +27,7 @@ export interface CreateProjectInput {
   repositoryUrl: string;
   defaultBranch?: string | null;
   gitCredential?: string | null;
-  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | null;
+  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER' | null;
 }
 
 /** Fields left out (or null) stay as they are; `clearGitCredential` removes the stored credential. */
@@ -111,7 +111,7 @@ export function createProjectService(options: {
   git: GitService;
   encryptionKey: Buffer;
   /** Provider for projects created without one (SINGULACOMP_DEFAULT_PROVIDER). @default 'LOCAL' */
-  defaultProvider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+  defaultProvider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER';
   /** Unset: local paths allowed anywhere (tests that build a service alone). */
   localRepositories?: LocalRepositoryPolicy;
 }) {

@@ -36,6 +36,7 @@ export const API_KEY_ENV_VARS: Record<ProviderName, string> = {
   DAYTONA: 'DAYTONA_API_KEY',
   E2B: 'E2B_API_KEY',
   PLATINUM: 'PLATINUM_API_KEY',
+  DOCKER: 'DOCKER_HOST',
 };
 
 export interface ProviderErrorContext {

@@ -8,7 +8,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { freePort } from '../../contract/ports';
 import { dirname, join } from 'node:path';
@@ -414,6 +414,22 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   return {
     name: 'LOCAL',
     processOf: (id) => children.get(id),
+    // Host processes: the template's memory and cpu are reported, not enforced.
+    limitsEnforced: { memory: false, cpu: false },
+
+    async logTail(id, maxBytes) {
+      const file = await open(join(dirOf(id), 'entry.log'), 'r').catch(() => null);
+      if (!file) return null;
+      try {
+        const { size } = await file.stat();
+        const length = Math.min(size, maxBytes);
+        const buffer = Buffer.alloc(length);
+        await file.read(buffer, 0, length, size - length);
+        return buffer.toString('utf8');
+      } finally {
+        await file.close();
+      }
+    },
 
     async reattach() {
       const failures: Array<{ id: string; error: unknown }> = [];

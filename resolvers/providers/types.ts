@@ -3,7 +3,7 @@
 
 import type { HardwareSpec } from '../../image/spec';
 
-export type ProviderName = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+export type ProviderName = 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER';
 
 /** Our sandbox states (R-SBX-1); each adapter maps its provider's native states onto these. */
 export type SandboxState =
@@ -78,6 +78,13 @@ export interface SnapshotBuildRequest {
   key: string;
   dockerfile: string;
   spec: HardwareSpec;
+  /**
+   * The repository at the session's commit, for builders that take the build context from us (the
+   * DOCKER provider sends `git archive` of it): a git directory holding the commit.
+   */
+  context?: { gitDir: string; commit: string };
+  /** The builder's output, a line at a time, while it runs (shown during PREPARING_IMAGE). */
+  onLog?: (line: string) => void;
 }
 
 export interface SandboxProvider {
@@ -110,6 +117,13 @@ export interface SandboxProvider {
    * builders such as E2B's). @default 'image'
    */
   readonly runtimeSource?: 'image' | 'package';
+  /**
+   * false: the runtime layer leaves out its package floor (apt packages and toolchain downloads),
+   * for builders without network whose runtime image carries Node.js and OpenCode. @default true
+   */
+  readonly packageFloor?: boolean;
+  /** The image the runtime layer copies from (`image` source). @default image/dockerfile.ts's */
+  readonly runtimeImage?: string;
   /** Provider caps tighter than the platform's (R-SBX-4), applied after the platform clamp. */
   readonly caps?: Partial<HardwareSpec>;
   /**
@@ -122,5 +136,12 @@ export interface SandboxProvider {
    * undefined: no such limit. Sessions must end cleanly before it.
    */
   readonly maxSandboxLifetimeMs?: number;
+  /**
+   * The last `maxBytes` of the entry process's output (stdout and stderr), while the provider still
+   * has the sandbox; null when it has none (R-REC-2).
+   */
+  logTail?(providerSandboxId: string, maxBytes: number): Promise<string | null>;
+  /** Whether the template's memory and cpu are enforced. @default { memory: true, cpu: true } */
+  readonly limitsEnforced?: { memory: boolean; cpu: boolean };
   close?(): Promise<void>;
 }

@@ -380,6 +380,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         const cut = git.cutBranch(repo, baseCommit, session.branchName, ticket);
         cut.catch(() => {}); // handled below, after the event
         await events.session({ ...session, sandbox: null });
+        log.info({ sessionId, projectId, baseRef, baseCommit }, 'session created');
 
         try {
           await cut;
@@ -417,6 +418,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         stoppedAt: new Date(now()),
       });
       if (!ended) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      log.info({ sessionId, reason: reason.slice(0, 2_000) }, 'session failed');
       await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown after failure did not complete');
       });
@@ -450,6 +452,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         stoppedAt: new Date(now()),
       });
       if (!ended) return null;
+      log.info({ sessionId, stopReason: reason }, 'session stopped');
       await options.teardown(sessionId, reason).catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown did not complete');
       });

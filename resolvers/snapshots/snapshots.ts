@@ -42,7 +42,12 @@ export interface SnapshotServiceOptions {
   staleAfterMs?: number;
   /** Longest a session waits for someone else's build. @default 3_600_000 */
   waitTimeoutMs?: number;
+  /** How often a running build's output is written to its row. @default 1_000 */
+  logFlushMs?: number;
 }
+
+/** How much of a builder's output a Snapshot row keeps (its end). */
+const BUILD_LOG_TAIL = 16 * 1024;
 
 export interface SnapshotPlan {
   key: string;
@@ -53,6 +58,8 @@ export interface SnapshotPlan {
   runtimeSource: RuntimeSource;
   /** Repo-relative path of the template's Dockerfile; null for an image template or none. */
   dockerfilePath: string | null;
+  /** The repository at the commit: the build context of builders that take it from us. */
+  context: { gitDir: string; commit: string };
 }
 
 export interface ResolveSnapshotInput {
@@ -66,6 +73,10 @@ export interface ResolveSnapshotInput {
   onPreparing: () => Promise<void>;
   /** @default 'image'; resolve() takes it from the provider. */
   runtimeSource?: RuntimeSource;
+  /** @default true; resolve() takes it from the provider (SandboxProvider.packageFloor). */
+  packageFloor?: boolean;
+  /** @default image/dockerfile.ts's; resolve() takes it from the provider. */
+  runtimeImage?: string;
 }
 
 /** An adapter whose image builder cannot `COPY --from` another image declares `'package'`. */
@@ -101,6 +112,7 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
   const heartbeatMs = options.heartbeatMs ?? 10_000;
   const staleAfterMs = options.staleAfterMs ?? heartbeatMs * 3;
   const waitTimeoutMs = options.waitTimeoutMs ?? 3_600_000;
+  const logFlushMs = options.logFlushMs ?? 1_000;
 
   /** Computes the key and the composed Dockerfile from the repository at `commit`. */
   async function plan(input: Omit<ResolveSnapshotInput, 'provider' | 'onPreparing'>): Promise<SnapshotPlan> {
@@ -132,6 +144,8 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
         runtimeVersion: options.runtimeVersion,
         runtimeSource,
         runtimeSha256,
+        ...(input.packageFloor === false ? { packageFloor: false } : {}),
+        ...(input.runtimeImage ? { runtimeImage: input.runtimeImage } : {}),
         files: reader,
       });
       const composed = composeSandboxDockerfile(userDockerfile, {
@@ -139,6 +153,8 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
         runtimeSource,
         ...(options.runtimeBaseUrl ? { runtimeBaseUrl: options.runtimeBaseUrl } : {}),
         runtimeSha256,
+        ...(input.packageFloor === false ? { packageFloor: false } : {}),
+        ...(input.runtimeImage ? { runtimeImage: input.runtimeImage } : {}),
       });
       if (!composed.ok) {
         throw new SnapshotBuildError(
@@ -151,6 +167,7 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
         contextFiles: keyed.contextFiles,
         runtimeSource,
         dockerfilePath,
+        context: { gitDir: mirrored.mirrorDir, commit: mirrored.commit },
       };
     } finally {
       reader.close();
@@ -165,6 +182,23 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
   ): Promise<ResolvedSnapshot> {
     const buildSnapshot = provider.buildSnapshot?.bind(provider);
     if (!buildSnapshot) throw new SnapshotBuildError(`${provider.name} cannot build images`);
+    // The builder's output: its tail is stored with the row (PREPARING_IMAGE shows it), written at
+    // most every logFlushMs while the build runs and once at its end.
+    let buildLog = '';
+    let logDirty = false;
+    const flushLog = async () => {
+      if (!logDirty) return;
+      logDirty = false;
+      await db.snapshot
+        .updateMany({ where: { id: row.id, status: 'BUILDING' }, data: { buildLog } })
+        .catch((error: unknown) => log.warn({ err: error, snapshotId: row.id }, 'build log write failed'));
+    };
+    const logTimer = setInterval(() => void flushLog(), logFlushMs);
+    logTimer.unref();
+    const onLog = (line: string) => {
+      buildLog = `${buildLog}${line.endsWith('\n') ? line : `${line}\n`}`.slice(-BUILD_LOG_TAIL);
+      logDirty = true;
+    };
     const heartbeat = setInterval(() => {
       void db.snapshot
         .updateMany({ where: { id: row.id, status: 'BUILDING' }, data: { heartbeatAt: new Date() } })
@@ -172,21 +206,37 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
     }, heartbeatMs);
     heartbeat.unref();
     try {
-      const providerRef = await buildSnapshot({ key: planned.key, dockerfile: planned.dockerfile, spec });
+      const providerRef = await buildSnapshot({
+        key: planned.key,
+        dockerfile: planned.dockerfile,
+        spec,
+        context: planned.context,
+        onLog,
+      });
       const snapshot = await db.snapshot.update({
         where: { id: row.id },
-        data: { status: 'ACTIVE', providerRef, builtAt: new Date(), error: null },
+        data: {
+          status: 'ACTIVE',
+          providerRef,
+          builtAt: new Date(),
+          error: null,
+          ...(buildLog ? { buildLog } : {}),
+        },
       });
       log.info({ snapshotId: row.id, provider: provider.name, key: planned.key }, 'snapshot built');
       return { snapshot, providerRef, built: true };
     } catch (error) {
       const message = `Image build on ${provider.name} failed: ${(error as Error).message}`;
       await db.snapshot
-        .update({ where: { id: row.id }, data: { status: 'FAILED', error: message.slice(0, 2_000) } })
+        .update({
+          where: { id: row.id },
+          data: { status: 'FAILED', error: message.slice(0, 2_000), ...(buildLog ? { buildLog } : {}) },
+        })
         .catch(() => undefined);
       throw new SnapshotBuildError(message, { cause: error });
     } finally {
       clearInterval(heartbeat);
+      clearInterval(logTimer);
     }
   }
 
@@ -213,6 +263,8 @@ export function createSnapshotService(options: SnapshotServiceOptions) {
       const planned = await plan({
         ...input,
         runtimeSource: input.runtimeSource ?? runtimeSourceOf(provider),
+        ...(provider.packageFloor === false ? { packageFloor: false } : {}),
+        ...(provider.runtimeImage ? { runtimeImage: provider.runtimeImage } : {}),
       });
       const unsupported = provider.snapshotUnsupportedReason?.(planned.dockerfile) ?? null;
       if (unsupported) {

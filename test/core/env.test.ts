@@ -65,6 +65,20 @@ describe('parseEnv', () => {
     expect(env.graphiql).toBe(true);
   });
 
+  it('reads the record settings: 30 days and 256 KiB by default, 0 days keeps records', () => {
+    expect(parseEnv({}).record).toEqual({ retentionMs: 30 * 86_400_000, maxOutputChars: 262_144 });
+    expect(
+      parseEnv({ SINGULACOMP_RECORD_RETENTION_DAYS: '0', SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: '4096' })
+        .record,
+    ).toEqual({ retentionMs: 0, maxOutputChars: 4_096 });
+    expect(() => parseEnv({ SINGULACOMP_RECORD_RETENTION_DAYS: '-1' })).toThrow(
+      /SINGULACOMP_RECORD_RETENTION_DAYS:/,
+    );
+    expect(() => parseEnv({ SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: '10' })).toThrow(
+      /SINGULACOMP_RECORD_MAX_OUTPUT_BYTES:/,
+    );
+  });
+
   it('reads the webhook window in seconds: 300 by default, a positive whole number otherwise', () => {
     expect(parseEnv({}).webhookToleranceSeconds).toBe(300);
     expect(parseEnv({ SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: '60' }).webhookToleranceSeconds).toBe(60);

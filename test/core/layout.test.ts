@@ -206,7 +206,7 @@ describe('layering', () => {
           "import type { SessionLifecycle } from '../sessions/lifecycle';\nexport type X = SessionLifecycle;\n",
       },
     ];
-    expect(domainCycles(files)).toEqual(['events → sessions → events']);
+    expect(domainCycles(files)).toContain('events → sessions → events');
   });
 
   it(`no file in resolvers/ exceeds ${MAX_RESOLVER_FILE_LINES} lines`, () => {

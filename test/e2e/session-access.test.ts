@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { createOpencodeClient } from '@opencode-ai/sdk';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { IMAGE_PLACEHOLDER } from '../../resolvers/gateway/llm';
 import {
   AgentSessionDocument,
@@ -199,6 +199,40 @@ describe('reaching a session from outside', () => {
         headers: { authorization: `Bearer ${readOnly.secret}` },
       });
       expect(reader.status).toBe(403);
+    });
+
+    test('a browser WebSocket carries its token as a subprotocol: a shell over the PTY API; a wrong token is refused', async () => {
+      const base = `${e.t.url}/v1/sessions/${s.sessionId}/agent`;
+      const created = await fetch(`${base}/pty`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'subprotocol' }),
+      });
+      expect(created.status).toBe(200);
+      const { id } = (await created.json()) as { id: string };
+      const url = `${base.replace(/^http/, 'ws')}/pty/${id}/connect`;
+      try {
+        const ws = new WebSocket(url, ['singulacomp.v1', `singulacomp.bearer.${pat}`]);
+        let output = '';
+        ws.on('message', (data, binary) => {
+          if (!binary) output += data.toString();
+        });
+        await once(ws, 'open');
+        // A browser fails a handshake whose answer names none of the protocols it offered.
+        expect(ws.protocol).toBe('singulacomp.v1');
+        ws.send('echo sum=$((40+2))\r');
+        await waitFor(async () => output.includes('sum=42'), { what: 'the shell output' });
+        ws.close();
+
+        const refused = await new Promise<number>((resolve) => {
+          const bad = new WebSocket(url, ['singulacomp.v1', 'singulacomp.bearer.singulacomp_pat_wrong']);
+          bad.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+          bad.on('error', () => {});
+        });
+        expect(refused).toBe(401);
+      } finally {
+        await fetch(`${base}/pty/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${pat}` } });
+      }
     });
 
     test('a prompt with 14 images reaches the upstream with the newest 12', async () => {

@@ -388,6 +388,44 @@ describe("composeSandboxDockerfile with runtimeSource 'package'", () => {
   });
 });
 
+describe('composeSandboxDockerfile without the package floor', () => {
+  const compose = (user: string | null) =>
+    composeSandboxDockerfile(user, {
+      runtimeVersion: '1.2.3',
+      packageFloor: false,
+      runtimeImage: 'localhost/singulacomp-runtime',
+    });
+
+  test('copies the runtime and its tools from the runtime image and downloads nothing', () => {
+    const result = compose('FROM debian:bookworm\nUSER app\n');
+    if (!result.ok) throw new Error(result.error);
+    const layer = result.dockerfile.slice(result.dockerfile.indexOf('# ---- SingulaComp runtime layer'));
+    expect(layer).toContain('(no package floor)');
+    expect(layer).toContain(
+      'COPY --from=localhost/singulacomp-runtime:1.2.3 /opt/singulacomp/runtime/ /opt/singulacomp/runtime/',
+    );
+    expect(layer).toContain(
+      'COPY --from=localhost/singulacomp-runtime:1.2.3 /opt/singulacomp/bin/ /opt/singulacomp/bin/',
+    );
+    expect(layer).not.toMatch(/apt-get|dnf|curl|npm install/);
+    expect(layer).toContain('chown app /workspace /opt/singulacomp/home;');
+    const lines = layer.trimEnd().split('\n');
+    expect(lines.slice(-3)).toEqual([
+      'USER app',
+      'ENTRYPOINT ["/usr/local/bin/singulacomp-entrypoint"]',
+      'CMD []',
+    ]);
+    expect(layer).toContain(`ENV PATH="${'$'}{PATH}:/opt/singulacomp/bin"`);
+  });
+
+  test('is deterministic, and needs the image runtime source', () => {
+    expect(compose(null)).toEqual(compose(null));
+    expect(() =>
+      composeSandboxDockerfile(null, { runtimeVersion: '1', runtimeSource: 'package', packageFloor: false }),
+    ).toThrow(/packageFloor false needs the image runtime source/);
+  });
+});
+
 describe('parseDockerfile', () => {
   test('continuations, comments inside them and keywords are read like BuildKit does', () => {
     const parsed = parseDockerfile('from a as b\nRUN x \\\n# note\n\n  y\ncopy  --chown=1 ["a b", "c"]\n');

@@ -156,6 +156,19 @@ describe('computeSnapshotKey over an in-memory repository', () => {
     expect((await keyAt(r, commit, { runtimeSource: 'package' })).key).toBe(pkg.key);
   });
 
+  test('a layer without its package floor, and another runtime image, are part of the key', async () => {
+    const r = repo();
+    const commit = r.commit(BASE_FILES);
+    const image = (await keyAt(r, commit)).key;
+    expect((await keyAt(r, commit, { packageFloor: true, runtimeImage: null })).key).toBe(image);
+    const floorless = (await keyAt(r, commit, { packageFloor: false })).key;
+    const local = (await keyAt(r, commit, { runtimeImage: 'localhost/singulacomp-runtime' })).key;
+    const both = (
+      await keyAt(r, commit, { packageFloor: false, runtimeImage: 'localhost/singulacomp-runtime' })
+    ).key;
+    expect(new Set([image, floorless, local, both]).size).toBe(4);
+  });
+
   test('globs pick matching files at their own level only', async () => {
     const r = repo();
     const commit = r.commit({

@@ -15,7 +15,7 @@ export interface LiveSession {
 export async function createProject(
   t: TestApp,
   repositoryUrl: string,
-  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM',
+  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER',
 ): Promise<string> {
   const res = await t.request(CreateProjectDocument, {
     input: { name: `p-${Math.random().toString(36).slice(2)}`, repositoryUrl, provider },

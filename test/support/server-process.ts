@@ -50,6 +50,8 @@ export interface ServerProcessOptions {
   npmStart?: boolean;
   /** The checkout to start in. @default this repository */
   cwd?: string;
+  /** Listen on this port (a replica restarted in place) instead of a free one picked here. */
+  port?: number;
 }
 
 export interface ServerProcess {
@@ -84,7 +86,7 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
     try {
       return await startOnce(options, dataDir, ownDataDir);
     } catch (error) {
-      if (error instanceof PortTakenError && attempt < 5) continue;
+      if (error instanceof PortTakenError && attempt < 5 && options.port === undefined) continue;
       if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
       throw error;
     }
@@ -96,7 +98,7 @@ async function startOnce(
   dataDir: string,
   ownDataDir: boolean,
 ): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const [command, args] = options.npmStart
     ? ['npm', ['start']]
     : options.cwd

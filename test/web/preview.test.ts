@@ -56,8 +56,16 @@ describe('preview and share link on the session page', () => {
   test('a sandbox port opens in the iframe, and a share link opens without a token', async () => {
     const { page } = w;
     await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
+    await page.getByRole('tab', { name: 'Preview' }).click();
+    // The ports the daemon reported: none, since the app is a host process outside the sandbox's
+    // process tree. The page says nothing listens on its port and offers to open it anyway.
+    await page.getByTestId('ports').waitFor({ timeout: 60_000 });
     await page.getByLabel('Port', { exact: true }).fill(String(appPort));
     await page.getByRole('button', { name: 'Open preview' }).click();
+    const silent = page.getByTestId('nothing-listens');
+    expect(await silent.textContent()).toContain(`Nothing listens on port ${appPort}`);
+    expect(await page.locator('iframe.preview').count()).toBe(0);
+    await silent.getByRole('button', { name: `Open port ${appPort} anyway` }).click();
     const frame = page.frameLocator(`iframe[title="Preview of port ${appPort}"]`);
     await frame.getByRole('heading', { name: 'Hello from the sandbox' }).waitFor({ timeout: 60_000 });
     const src = await page.locator('iframe.preview').getAttribute('src');
