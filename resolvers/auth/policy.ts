@@ -49,6 +49,8 @@ export interface Resources {
   'session.write': Owned;
   /** The agent route `/v1/sessions/<id>/agent/*`: its own sandbox, or writers of the session. */
   'session.sendMessage': SessionRef;
+  /** deleteSession (an ended session's record): its creator or an account admin, with sessions:write. */
+  'session.delete': { userId: string | null };
   /** requestReload: its own sandbox, or writers of the session. */
   'session.reload': SessionRef;
   /** Watching every session of the account (accountSessions). */
@@ -103,6 +105,7 @@ export const ACTIONS = [
   'session.read',
   'session.write',
   'session.sendMessage',
+  'session.delete',
   'session.reload',
   'account.watch',
   'project.read',
@@ -307,6 +310,16 @@ export function decide<A extends Action>(actor: Actor, action: A, ...[resource]:
       return sessionWrite(p, r);
     case 'session.sendMessage':
       return p.kind === 'SANDBOX' ? sessionRead(p, r) : sessionWrite(p, r);
+    case 'session.delete': {
+      const creator = (r as Resources['session.delete']).userId;
+      return all(
+        () => scope(p, 'sessions:write'),
+        () =>
+          p.kind === 'USER' && (p.userId === creator || p.isAdmin)
+            ? ALLOW
+            : deny('Only the user who created the session or an account admin can delete it.'),
+      );
+    }
     case 'session.reload':
       if (p.kind === 'SANDBOX')
         return p.sessionId === (r as SessionRef).id

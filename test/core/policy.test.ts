@@ -101,6 +101,11 @@ const TABLE: Row[] = [
   row('writing the session', 'session.write', session, WRITERS),
   row('driving its agent', 'session.sendMessage', session, [...WRITERS, 'sandboxOwn']),
   row('reloading it', 'session.reload', session, [...WRITERS, 'sandboxOwn']),
+  row('deleting the member’s ended session', 'session.delete', { userId: 'user-member' }, [
+    ...ADMINS,
+    'member',
+  ]),
+  row('deleting someone else’s ended session', 'session.delete', { userId: 'user-x' }, ADMINS),
   row('watching the account', 'account.watch', undefined, HUMANS),
   row('reading the project', 'project.read', project, [...ADMINS, 'member', 'serviceAccount', 'sandboxOwn']),
   row('opening a change request', 'changeRequest.open', session, [...WRITERS, 'sandboxOwn']),
