@@ -38,7 +38,7 @@ export interface UpdateProjectInput {
   defaultBranch?: string | null;
   gitCredential?: string | null;
   clearGitCredential?: boolean | null;
-  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | null;
+  provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM' | 'DOCKER' | null;
 }
 
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;

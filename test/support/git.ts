@@ -18,6 +18,11 @@ export const GIT_ENV: NodeJS.ProcessEnv = {
   GIT_COMMITTER_NAME: 'Test',
   GIT_COMMITTER_EMAIL: 'test@example.com',
   LC_ALL: 'C',
+  // A LOCAL sandbox's workspace belongs to the sandbox's own uid when the server runs as root;
+  // tests read it as root, which git refuses as dubious ownership without this.
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'safe.directory',
+  GIT_CONFIG_VALUE_0: '*',
 };
 
 /** Runs `file` synchronously in `cwd` with the kit's git environment; returns trimmed stdout. */
