@@ -6,7 +6,7 @@ import type { Db, Logger, RawSql } from '../platform';
 import type { Principal } from '../auth/principal';
 import { authorize } from '../auth/policy';
 import { assertCanReadSession, assertHuman, assertScope } from '../auth/authz';
-import { ConflictError, NotFoundError, forbidden } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
 import { parseId } from '../ids';
 import { type MessagePartView, type MessageView, partView } from '../gateway/conversation';
 
