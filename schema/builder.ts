@@ -11,6 +11,7 @@ import { getDatamodel } from '../prisma/generated/pothos-types';
 import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
 import { isUuid } from '../resolvers/ids';
 import type { Principal, Scope } from '../resolvers/auth/principal';
+import { can } from '../resolvers/auth/policy';
 import type { Services } from '../resolvers/services';
 import ReadAuthPlugin from './read-auth';
 
@@ -89,11 +90,11 @@ export const builder = new SchemaBuilder<{
   scopeAuth: {
     authorizeOnSubscribe: true,
     authScopes: (ctx) => ({
-      authenticated: ctx.principal !== null,
-      human: ctx.principal !== null && ctx.principal.kind !== 'SANDBOX',
-      sandbox: ctx.principal?.kind === 'SANDBOX',
-      scope: (scope) =>
-        ctx.principal !== null && ctx.principal.kind !== 'SANDBOX' && ctx.principal.scopes.has(scope),
+      // Every scope asks the policy (resolvers/auth/policy.ts); `scope` is parameterised.
+      authenticated: can(ctx.principal, 'api.call'),
+      human: can(ctx.principal, 'api.human'),
+      sandbox: can(ctx.principal, 'daemon.report'),
+      scope: (scope) => can(ctx.principal, 'api.scope', { scope }),
     }),
     unauthorizedError: (_parent, ctx, _info, result) =>
       refusal(ctx, result.message === 'Unauthorized' ? undefined : result.message),

@@ -7,7 +7,8 @@ import type { AccountTier, UserRole } from '../../prisma/generated/client/enums'
 import type { Invitation, User } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import { assertAccountAdmin, assertHuman } from '../auth/authz';
-import { SCOPES, type Principal, type Scope, type UserPrincipal } from '../auth/principal';
+import { SCOPES, type Principal, type Scope, type UserPrincipal, userOf } from '../auth/principal';
+import { can } from '../auth/policy';
 import {
   INV_PREFIX,
   type TokenService,
@@ -114,12 +115,10 @@ export function createMemberService(options: MemberServiceOptions) {
   }
 
   async function isInstanceAdmin(principal: Principal): Promise<boolean> {
-    if (principal.kind !== 'USER') return false;
-    const user = await db.user.findUnique({
-      where: { id: principal.userId },
-      select: { instanceAdmin: true },
-    });
-    return user?.instanceAdmin === true;
+    const userId = userOf(principal);
+    if (!userId) return false;
+    const user = await db.user.findUnique({ where: { id: userId }, select: { instanceAdmin: true } });
+    return can(principal, 'instance.admin', { instanceAdmin: user?.instanceAdmin === true });
   }
 
   return {
@@ -169,7 +168,7 @@ export function createMemberService(options: MemberServiceOptions) {
       if (!user || user.accountId !== principal.accountId) {
         throw new NotFoundError('No member with that id in your account.', ['input', 'userId']);
       }
-      if (principal.kind === 'USER' && principal.userId === user.id) {
+      if (userOf(principal) === user.id) {
         throw new ConflictError('You cannot remove yourself; ask another admin.', ['input', 'userId']);
       }
       if (user.role === 'ADMIN') {
@@ -243,7 +242,7 @@ export function createMemberService(options: MemberServiceOptions) {
           email,
           role: input.role ?? 'MEMBER',
           hash: hashToken(secret),
-          invitedById: principal.kind === 'USER' ? principal.userId : null,
+          invitedById: userOf(principal),
           createdAt: new Date(createdAt),
           expiresAt: new Date(createdAt + hours * 3_600_000),
         },

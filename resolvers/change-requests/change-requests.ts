@@ -6,8 +6,9 @@
 import type { ChangeRequest, MergeMethod } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
-import { assertCanReadSession, assertCanWriteProject } from '../auth/authz';
-import type { Principal } from '../auth/principal';
+import { assertCanWriteProject } from '../auth/authz';
+import { type Principal, onBehalfOf } from '../auth/principal';
+import { authorize, decide, reachOf, refusalError } from '../auth/policy';
 import { ConflictError, DomainError, NotFoundError, RepositoryUnreachableError } from '../errors';
 import type { Events } from '../events/events';
 import type { GitService, RepoRef } from '../git/git';
@@ -152,11 +153,8 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
     const changeRequestId = parseId(id, 'ChangeRequest', ['input', 'changeRequestId']);
     const cr = await db.changeRequest.findUnique({ where: { id: changeRequestId } });
     if (!cr) throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
-    if (
-      principal.kind === 'SANDBOX'
-        ? principal.projectId !== cr.projectId
-        : principal.accountId !== cr.accountId
-    ) {
+    const reach = reachOf(principal);
+    if (reach.kind === 'session' ? reach.projectId !== cr.projectId : reach.accountId !== cr.accountId) {
       throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
     }
     return cr;
@@ -276,8 +274,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { project: true } });
       if (!session) throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      assertCanReadSession(principal, session);
-      if (principal.kind !== 'SANDBOX') assertCanWriteProject(principal, session, 'sessions:write');
+      authorize(principal, 'changeRequest.open', session);
       const title = requireText(input.title, ['input', 'title'], { max: 200 });
       const description = input.description
         ? requireText(input.description, ['input', 'description'], { min: 0, max: 20_000 })
@@ -310,12 +307,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
           deletions: comparison.deletions,
           mergeable: comparison.mergeable,
           conflicts: comparison.conflicts,
-          createdById:
-            principal.kind === 'USER'
-              ? principal.userId
-              : principal.kind === 'SANDBOX'
-                ? principal.userId
-                : null,
+          createdById: onBehalfOf(principal),
         },
       });
       log.info({ changeRequestId: cr.id, sessionId, mergeable: cr.mergeable }, 'change request opened');
@@ -350,12 +342,11 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
     /** closeChangeRequest: the session's own sandbox token, or users with sessions:write. */
     async close(principal: Principal, input: { changeRequestId: string }): Promise<ChangeRequest> {
       const cr = await load(principal, input.changeRequestId);
-      if (principal.kind === 'SANDBOX') {
-        if (principal.sessionId !== cr.sessionId) {
+      const decision = decide(principal, 'changeRequest.close', cr);
+      if (!decision.allowed) {
+        if (decision.status === 404)
           throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
-        }
-      } else {
-        assertCanWriteProject(principal, cr, 'sessions:write');
+        throw refusalError(decision);
       }
       const { count } = await db.changeRequest.updateMany({
         where: { id: cr.id, status: 'OPEN' },

@@ -4,7 +4,7 @@
 // preview proxy all go through here, so transport concerns (provider preview tokens, port rules)
 // plug in at one place.
 import { USER_CONTEXT_HEADER, type UserContextAudience, signUserContext } from '../../contract/user-context';
-import type { Principal } from '../auth/principal';
+import { type Principal, contextUserOf } from '../auth/principal';
 import { decrypt } from '../auth/crypto';
 
 /** The daemon's own header naming the sandbox port to proxy to (agent/proxy.ts). */
@@ -30,9 +30,7 @@ export class DaemonUnavailableError extends Error {
 
 /** The user id a daemon sees in the user context. */
 export function contextUserId(principal: Principal): string {
-  if (principal.kind === 'USER') return principal.userId;
-  if (principal.kind === 'SERVICE_ACCOUNT') return `service-account:${principal.serviceAccountId}`;
-  return principal.userId ?? `session:${principal.sessionId}`;
+  return contextUserOf(principal);
 }
 
 export interface DaemonClientOptions {

@@ -13,11 +13,11 @@ import { SignJWT, jwtVerify } from 'jose';
 import type { ShareLinkMode } from '../../prisma/generated/client/client';
 import { UNREACHABLE_PORT_MESSAGE, UNREACHABLE_PORT_STATUS } from '../../contract/ports';
 import type { Db } from '../platform';
-import { assertCanReadSession, assertCanWriteSession } from '../auth/authz';
-import type { Principal } from '../auth/principal';
+import { type Principal, userOf } from '../auth/principal';
+import { type Decision, authorize, decide } from '../auth/policy';
 import type { TokenService } from '../auth/tokens';
 import { type DaemonClient, type DaemonTarget, contextUserId } from '../daemon/daemon-client';
-import { NotFoundError, ValidationError, badUserInput, forbidden } from '../errors';
+import { NotFoundError, ValidationError, badUserInput } from '../errors';
 import { parseId } from '../ids';
 
 /** The daemon's service port: never proxied (R-PRV-1). */
@@ -122,9 +122,9 @@ export function createAccessService(options: AccessServiceOptions) {
     return principal;
   }
 
-  function denied(error: unknown): never {
-    if (error instanceof AccessError) throw error;
-    throw new AccessError(403, (error as Error).message);
+  /** Throws the policy's refusal as the proxies answer it. */
+  function permit(decision: Decision): void {
+    if (!decision.allowed) throw new AccessError(decision.status, decision.message);
   }
 
   function reachable(sandbox: {
@@ -288,12 +288,7 @@ export function createAccessService(options: AccessServiceOptions) {
     async agent(authorization: string | undefined, rawSessionId: string): Promise<ProxyGrant> {
       const principal = await authenticate(authorization);
       const session = await sessionWithSandbox(rawSessionId);
-      try {
-        if (principal.kind === 'SANDBOX') assertCanReadSession(principal, session);
-        else assertCanWriteSession(principal, session);
-      } catch (error) {
-        denied(error);
-      }
+      permit(decide(principal, 'session.sendMessage', session));
       if (!session.sandbox) throw new AccessError(503, `The session has no sandbox (${session.status}).`);
       return { target: reachable(session.sandbox), userId: contextUserId(principal), port: null };
     },
@@ -302,11 +297,7 @@ export function createAccessService(options: AccessServiceOptions) {
     async attachment(authorization: string | undefined, rawSessionId: string): Promise<ProxyGrant> {
       const principal = await authenticate(authorization);
       const session = await sessionWithSandbox(rawSessionId);
-      try {
-        assertCanReadSession(principal, session);
-      } catch (error) {
-        denied(error);
-      }
+      permit(decide(principal, 'session.read', session));
       if (!session.sandbox) throw new AccessError(503, `The session has no sandbox (${session.status}).`);
       return { target: reachable(session.sandbox), userId: contextUserId(principal), port: null };
     },
@@ -335,20 +326,24 @@ export function createAccessService(options: AccessServiceOptions) {
       const signed = input.previewToken
         ? await verifyPreviewToken(input.previewToken, sandbox.id, input.port)
         : null;
+      const resource = {
+        sandboxId: sandbox.id,
+        sessionId: sandbox.sessionId,
+        accountId: sandbox.accountId,
+        port: input.port,
+      };
       if (signed) {
+        const actor = {
+          kind: 'PREVIEW_TOKEN',
+          sandboxId: sandbox.id,
+          port: input.port,
+          userId: signed.sub,
+        } as const;
+        permit(decide(actor, 'preview.open', resource));
         userId = signed.sub;
       } else if (input.authorization) {
         const principal = await authenticate(input.authorization);
-        try {
-          if (principal.kind === 'SANDBOX') {
-            if (principal.sessionId !== sandbox.sessionId)
-              throw forbidden('A sandbox token can only reach its own sandbox.');
-          } else {
-            assertCanReadSession(principal, { id: sandbox.sessionId, accountId: sandbox.accountId });
-          }
-        } catch (error) {
-          denied(error);
-        }
+        permit(decide(principal, 'preview.open', resource));
         userId = contextUserId(principal);
       } else {
         throw new AccessError(
@@ -423,13 +418,13 @@ export function createAccessService(options: AccessServiceOptions) {
       if (!link || link.id !== input.linkId) throw new AccessError(404, 'No such share link.');
       if (link.revokedAt) throw new AccessError(410, 'This share link was revoked.');
       if (link.expiresAt.getTime() <= now()) throw new AccessError(410, 'This share link expired.');
-      if (link.mode === 'VIEW_ONLY') {
-        if (input.upgrade)
-          throw new AccessError(403, 'A view-only share link does not allow WebSocket connections.');
-        if (input.method !== 'GET' && input.method !== 'HEAD') {
-          throw new AccessError(405, 'A view-only share link allows only GET and HEAD.');
-        }
-      }
+      permit(
+        decide({ kind: 'SHARE_LINK', linkId: link.id, mode: link.mode }, 'share.open', {
+          linkId: input.linkId,
+          method: input.method,
+          upgrade: input.upgrade,
+        }),
+      );
       const target = reachable(link.sandbox);
       if (shareBlocked.has(link.port) || new URL(target.serviceUrl).port === String(link.port)) {
         throw unreachablePort();
@@ -460,7 +455,7 @@ export function createAccessService(options: AccessServiceOptions) {
       const sandboxId = parseId(input.sandboxId, 'Sandbox', ['input', 'sandboxId']);
       const sandbox = await db.sandbox.findUnique({ where: { id: sandboxId } });
       if (!sandbox) throw new NotFoundError('No sandbox with that id.', ['input', 'sandboxId']);
-      assertCanWriteSession(principal, sandbox);
+      authorize(principal, 'share.create', sandbox);
       if (!validPort(input.port)) throw new ValidationError('port must be 1 to 65535.', ['input', 'port']);
       if (shareBlocked.has(input.port)) {
         throw new ValidationError(
@@ -481,7 +476,7 @@ export function createAccessService(options: AccessServiceOptions) {
           port: input.port,
           mode: input.mode,
           secretHash: hashSecret(secret),
-          createdById: principal.kind === 'USER' ? principal.userId : null,
+          createdById: userOf(principal),
           expiresAt: input.expiresAt,
         },
       });
@@ -493,7 +488,7 @@ export function createAccessService(options: AccessServiceOptions) {
       const id = parseId(input.shareLinkId, 'ShareLink', ['input', 'shareLinkId']);
       const link = await db.shareLink.findUnique({ where: { id } });
       if (!link) throw new NotFoundError('No share link with that id.', ['input', 'shareLinkId']);
-      assertCanWriteSession(principal, link);
+      authorize(principal, 'share.revoke', link);
       return db.shareLink.update({ where: { id }, data: { revokedAt: link.revokedAt ?? new Date(now()) } });
     },
   };

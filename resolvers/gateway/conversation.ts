@@ -6,6 +6,7 @@ import type { Logger, RawSql } from '../platform';
 import type { AgentEventPayload, PubSub } from '../events/channels';
 import { assertCanWriteSession } from '../auth/authz';
 import type { Principal } from '../auth/principal';
+import { assertDaemon } from '../auth/policy';
 import { type DaemonClient, DaemonUnavailableError, contextUserId } from '../daemon/daemon-client';
 import { ConflictError, DomainError, NotFoundError, ValidationError, forbidden } from '../errors';
 import { parseId } from '../ids';
@@ -321,7 +322,7 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     /** reportAgentEvents: the sandbox token of the session forwards OpenCode's events, in order. */
     async report(principal: Principal | null, input: { sessionId: string; events: readonly string[] }) {
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report agent events.');
+      assertDaemon(principal, 'Only the sandbox token can report agent events.');
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       if (sessionId !== principal.sessionId) {
         throw forbidden('A sandbox token can only report events of its own session.');

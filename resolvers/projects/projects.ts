@@ -17,6 +17,7 @@ import type { GitService, RepoRef } from '../git/git';
 import { LIVE_SESSION_STATUSES } from '../accounts/limits';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
+import { reachOf } from '../auth/policy';
 import { requireNoNul, requireRefName, requireText } from '../validate';
 import { type ManifestAtCommit, readManifestAt, writeTemplates } from './manifest-read';
 import { reservedSecretName } from './secret-names';
@@ -119,7 +120,8 @@ export function createProjectService(options: {
   async function load(principal: Principal, id: string, field: string[]): Promise<Project> {
     const projectId = parseId(id, 'Project', field);
     const project = await db.project.findUnique({ where: { id: projectId } });
-    if (!project || (principal.kind !== 'SANDBOX' && project.accountId !== principal.accountId)) {
+    const reach = reachOf(principal);
+    if (!project || (reach.kind === 'account' && project.accountId !== reach.accountId)) {
       throw new NotFoundError('No project with that id in your account.', field);
     }
     assertCanReadProject(principal, project);

@@ -20,7 +20,7 @@ import type { GitService } from '../git/git';
 import { repoRef, resolveProjectRef } from '../git/project-repo';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
-import type { Principal } from '../auth/principal';
+import { type Principal, userOf } from '../auth/principal';
 import { requireNoNul, requireRefName, requireText } from '../validate';
 
 export interface CreateSessionInput {
@@ -364,7 +364,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
           id: sessionId,
           accountId: principal.accountId,
           projectId,
-          userId: principal.kind === 'USER' ? principal.userId : null,
+          userId: userOf(principal),
           templateId: project.templateId,
           agent,
           status: 'PROVISIONING',

@@ -4,8 +4,9 @@
 // stored as the API's MessagePart view (tool output and text cut at maxOutputChars with a marker).
 import type { Db, Logger, RawSql } from '../platform';
 import type { Principal } from '../auth/principal';
+import { authorize } from '../auth/policy';
 import { assertCanReadSession, assertHuman, assertScope } from '../auth/authz';
-import { ConflictError, NotFoundError, forbidden } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
 import { parseId } from '../ids';
 import { type MessagePartView, type MessageView, partView } from '../gateway/conversation';
 
@@ -370,10 +371,7 @@ export function createSessionRecord(options: SessionRecordOptions) {
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
       if (!session || session.accountId !== principal.accountId)
         throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      const owner = principal.kind === 'USER' && principal.userId === session.userId;
-      const admin = principal.kind === 'USER' && principal.isAdmin;
-      if (!owner && !admin)
-        throw forbidden('Only the user who created the session or an account admin can delete it.');
+      authorize(principal, 'session.delete', { userId: session.userId });
       if (session.status !== 'STOPPED' && session.status !== 'FAILED') {
         throw new ConflictError(`Stop the session first (it is ${session.status}).`, ['input', 'sessionId']);
       }

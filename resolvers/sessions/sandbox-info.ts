@@ -3,6 +3,7 @@
 // it stopped or failed), and whether its provider enforces the template's limits.
 import type { Db, Logger } from '../platform';
 import type { Principal } from '../auth/principal';
+import { assertDaemon } from '../auth/policy';
 import { forbidden, ValidationError } from '../errors';
 import { parseId } from '../ids';
 import type { ProviderRegistry } from '../providers/registry';
@@ -81,7 +82,7 @@ export function createSandboxInfo(options: SandboxInfoOptions) {
     /** reportSandboxPorts: the full set of listening ports, from the sandbox's own daemon. */
     async reportPorts(principal: Principal | null, input: { sandboxId: string; ports: readonly number[] }) {
       const sandboxId = parseId(input.sandboxId, 'Sandbox', ['input', 'sandboxId']);
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report ports.');
+      assertDaemon(principal, 'Only the sandbox token can report ports.');
       if (principal.sandboxId !== sandboxId)
         throw forbidden('A sandbox token can only report its own ports.');
       if (input.ports.length > MAX_PORTS)

@@ -24,7 +24,8 @@ import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import { assertCanReadProject, assertCanWriteProject } from '../auth/authz';
 import { decrypt, encrypt } from '../auth/crypto';
-import type { Principal, UserPrincipal } from '../auth/principal';
+import { type Principal, type UserPrincipal, userOf } from '../auth/principal';
+import { can } from '../auth/policy';
 import { ConflictError, DomainError, NotFoundError, ValidationError, isUniqueViolation } from '../errors';
 import { parseId } from '../ids';
 import type { SessionLifecycle } from '../sessions/lifecycle';
@@ -256,7 +257,9 @@ export function createTriggerService(options: TriggerServiceOptions) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
       assertCanWriteProject(principal, project, 'sessions:write');
-      if (principal.kind !== 'USER') throw new ValidationError('Only users can own triggers.', ['input']);
+      const owner = userOf(principal);
+      if (!can(principal, 'trigger.own') || owner === null)
+        throw new ValidationError('Only users can own triggers.', ['input']);
       const data = validate(input.kind, input, false);
       const webhookSecret = input.kind === 'WEBHOOK' ? randomBytes(32).toString('hex') : null;
       const existing = await db.trigger.findUnique({
@@ -271,7 +274,7 @@ export function createTriggerService(options: TriggerServiceOptions) {
           kind: input.kind,
           accountId: project.accountId,
           projectId,
-          userId: principal.userId,
+          userId: owner,
           webhookSecretEnc: webhookSecret ? encrypt(options.encryptionKey, webhookSecret) : null,
         },
       });
@@ -288,13 +291,14 @@ export function createTriggerService(options: TriggerServiceOptions) {
       // A trigger whose owner was removed fires as whoever resumes it (a user: sessions have an owner).
       let userId = trigger.userId;
       if (!input.paused && userId === null) {
-        if (principal.kind !== 'USER') {
+        const owner = userOf(principal);
+        if (!can(principal, 'trigger.own') || owner === null) {
           throw new ValidationError(
             'This trigger lost its owner (a removed member); a user resumes it and its firings then act as that user.',
             ['input', 'triggerId'],
           );
         }
-        userId = principal.userId;
+        userId = owner;
       }
       const nextFireAt =
         !input.paused && trigger.kind === 'SCHEDULE' && trigger.schedule

@@ -37,6 +37,51 @@ function resolverFiles(): Array<{ path: string; source: string }> {
     });
 }
 
+/** Every .ts file under `dirs`, as a path relative to the root and its source. */
+function sourceFiles(dirs: readonly string[]): Array<{ path: string; source: string }> {
+  return dirs.flatMap((dir) =>
+    readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => {
+        const path = join(dir, name);
+        return { path, source: readFileSync(join(root, path), 'utf8') };
+      }),
+  );
+}
+
+/**
+ * The modules allowed to look at a caller's kind, scopes or admin flag: the policy that decides, and
+ * the principal/token modules that build and describe a credential.
+ */
+const POLICY_MODULES = new Set([
+  'resolvers/auth/policy.ts',
+  'resolvers/auth/principal.ts',
+  'resolvers/auth/tokens.ts',
+]);
+
+/** What a check that bypasses the policy looks like: a caller-kind comparison, a scope or admin test. */
+const BYPASS = [
+  /\.kind\s*[!=]==?\s*['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]/,
+  /['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]\s*[!=]==?/,
+  /\bcase\s+['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]/,
+  /\.scopes\.has\(/,
+  /\.isAdmin\b/,
+  /\bhasScope\(/,
+];
+
+/** `path:line: text` for every line outside the policy modules that decides on its own. */
+function policyBypasses(files: ReadonlyArray<{ path: string; source: string }>): string[] {
+  const found: string[] = [];
+  for (const file of files) {
+    if (POLICY_MODULES.has(normalize(file.path))) continue;
+    file.source.split('\n').forEach((line, index) => {
+      if (BYPASS.some((pattern) => pattern.test(line)))
+        found.push(`${file.path}:${index + 1}: ${line.trim()}`);
+    });
+  }
+  return found;
+}
+
 const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 /**
@@ -169,5 +214,32 @@ describe('layering', () => {
       .map((file) => ({ path: file.path, lines: file.source.split('\n').length - 1 }))
       .filter((file) => file.lines > MAX_RESOLVER_FILE_LINES);
     expect(long).toEqual([]);
+  });
+});
+
+describe('one authorisation policy (R-POL-1)', () => {
+  const dirs = ['schema', 'resolvers', 'server'];
+
+  it('no file in schema/, resolvers/ or server/ decides on a caller kind or scope outside the policy', () => {
+    expect(policyBypasses(sourceFiles(dirs))).toEqual([]);
+  });
+
+  it.each([
+    ['resolvers/sessions/x.ts', "if (principal.kind === 'SANDBOX') return;"],
+    ['schema/x.ts', "if (ctx.principal?.kind !== 'USER') throw forbidden();"],
+    ['server/x.ts', "const ok = 'SERVICE_ACCOUNT' === caller.kind;"],
+    ['resolvers/gateway/x.ts', "switch (p.kind) { case 'SANDBOX': break; }"],
+    ['resolvers/git/x.ts', "if (!principal.scopes.has('projects:write')) deny();"],
+    ['schema/x.ts', 'const admin = p.isAdmin;'],
+    ['resolvers/x.ts', "if (hasScope(p, 'tokens:read')) list();"],
+  ])('a check planted at %s (`%s`) fails the guard', (path, line) => {
+    const planted = [...sourceFiles(dirs), { path, source: `export function f() {\n  ${line}\n}\n` }];
+    expect(policyBypasses(planted)).toEqual([`${path}:2: ${line}`]);
+  });
+
+  it('the policy module itself may compare kinds', () => {
+    const policy = sourceFiles(['resolvers/auth']).find((f) => f.path === 'resolvers/auth/policy.ts')!;
+    expect(BYPASS.some((pattern) => pattern.test(policy.source))).toBe(true);
+    expect(policyBypasses([policy])).toEqual([]);
   });
 });
