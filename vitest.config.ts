@@ -19,14 +19,15 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     // A worker process runs one file after another with the modules it already loaded (the app,
-    // Prisma, the schema): loading them again for each of ~95 files cost over two CPU minutes of a
-    // run that keeps both cores busy. Module-level state outlives a file (the port picker's recent
+    // Prisma, the schema): loading them again for each file cost over two CPU minutes of a run that
+    // keeps both cores busy (measured with ~95 files; there are more now). Module-level state outlives a file (the port picker's recent
     // ports, compiled documents); each file starts its own app, database and processes and stops
     // them in its afterAll.
     isolate: false,
     // 2-core CI machine: real databases, git and opencode processes. Four files at once keep both
-    // cores busy for most of a run (vmstat: 85–99 %), the two daemon-lease files mostly waiting out
-    // real idle timeouts; more workers would only queue on the CPU.
+    // cores busy for most of a run (vmstat: 85–99 %) while the long files wait on OpenCode boots and
+    // real daemon processes (idle timeouts and lease TTLs pass on test clocks); more workers would
+    // only queue on the CPU.
     maxWorkers: 4,
     globalSetup: ['test/global-setup.ts'],
     sequence: { sequencer: LongFirstSequencer },

@@ -1,9 +1,11 @@
 // createAgent(options): the daemon as one options object with defaults, wiring every capability.
 import { join } from 'node:path';
+import { type Clock, systemClock } from '../contract/clock';
 import { ApiClient, type RuntimeState } from './api-client';
-import type { BackoffOptions } from './backoff';
+import type { BackoffOptions } from '../contract/retry';
 import { EventForwarder } from './event-forward';
 import { EventFollower, type OpencodeEvent, TurnTracker } from './events';
+import { ControlPlaneWatch } from './control-plane';
 import { LeaseKeeper } from './lease';
 import { createLogger, type Logger } from './logger';
 import { MemoryGuard, type SandboxMemoryGuardError } from './memory-guard';
@@ -14,6 +16,7 @@ import { type ControlHandlers, ProxyServer } from './proxy';
 import { compileAgentConfig, Reloader } from './reload';
 import { Supervisor } from './supervisor';
 import { createSystemReaders, type SystemReaders, Telemetry } from './telemetry';
+import { PortWatch } from './port-watch';
 import { parseObject, prettify, type Shape } from './validate';
 
 export interface AgentOptions {
@@ -64,6 +67,13 @@ export interface AgentOptions {
   proxyExtraPorts?: number[];
   /** @default 60_000 */
   telemetryIntervalMs?: number;
+  /**
+   * SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS: after this long without any answer from the API the daemon
+   * stops itself (see control-plane.ts). Unset: never.
+   */
+  controlPlaneTimeoutMs?: number;
+  /** Called after the daemon stopped itself for want of the control plane (main.ts exits). */
+  onControlPlaneLost?: () => void;
   /** @default 60_000 */
   healthTimeoutMs?: number;
   /** @default 200 */
@@ -84,6 +94,13 @@ export interface AgentOptions {
   readers?: Partial<SystemReaders>;
   /** API retry tuning. */
   apiMaxAttempts?: number;
+  /**
+   * The control plane's client. @default an ApiClient for `apiUrl` with `token` and
+   * `apiMaxAttempts` (a test can pass one of its own, e.g. with a different requester).
+   */
+  api?: ApiClient;
+  /** Time for the lease keeper and the supervisor (timers, backoff waits). @default systemClock */
+  clock?: Clock;
   logger?: Logger;
   /** @default 'info' */
   logLevel?: string;
@@ -108,20 +125,27 @@ export class Agent {
       | 'restartBackoff'
       | 'eventBackoff'
       | 'memorySampleMs'
+      | 'controlPlaneTimeoutMs'
+      | 'onControlPlaneLost'
+      | 'api'
+      | 'clock'
     >
   > & { opencodeBin: string; restartBackoff: BackoffOptions; eventBackoff: BackoffOptions };
   readonly log: Logger;
   readonly api: ApiClient;
+  readonly clock: Clock;
   readonly tracker = new TurnTracker();
   readonly supervisor: Supervisor;
   readonly events: EventFollower;
   readonly lease: LeaseKeeper;
   readonly telemetry: Telemetry;
+  readonly ports: PortWatch;
   readonly memoryGuard: MemoryGuard;
   readonly offloader: Offloader;
   readonly reloader: Reloader;
   readonly proxy: ProxyServer;
   readonly forwarder: EventForwarder;
+  readonly controlPlane: ControlPlaneWatch | null;
   /** The OpenCode session the API's conversation (sendMessage, messages) talks to. */
   conversationSessionId: string | null = null;
   readonly readers: SystemReaders;
@@ -177,12 +201,15 @@ export class Agent {
     const o = this.options;
     this.log = options.logger ?? createLogger(o.logLevel);
     this.readers = { ...createSystemReaders(), ...options.readers };
-    this.api = new ApiClient({
-      apiUrl: o.apiUrl,
-      token: o.token,
-      logger: this.log,
-      maxAttempts: o.apiMaxAttempts,
-    });
+    this.clock = options.clock ?? systemClock;
+    this.api =
+      options.api ??
+      new ApiClient({
+        apiUrl: o.apiUrl,
+        token: o.token,
+        logger: this.log,
+        maxAttempts: o.apiMaxAttempts,
+      });
     this.supervisor = new Supervisor({
       api: this.api,
       logger: this.log,
@@ -201,6 +228,7 @@ export class Agent {
       reportState: (state, message) => this.reportState(state, message),
       beforeLaunch: () => this.configureGateway(),
       observed: (proc) => this.events.connected(proc.client),
+      clock: this.clock,
     });
     this.forwarder = new EventForwarder({ api: this.api, logger: this.log, sessionId: o.sessionId });
     this.events = new EventFollower({
@@ -219,6 +247,7 @@ export class Agent {
       logger: this.log,
       sessionId: o.sessionId,
       renewIntervalMs: o.leaseRenewIntervalMs,
+      clock: this.clock,
     });
     this.telemetry = new Telemetry({
       api: this.api,
@@ -228,6 +257,22 @@ export class Agent {
       intervalMs: o.telemetryIntervalMs,
       sandboxId: () => this.supervisor.bootstrap?.sandboxId ?? null,
       opencodePid: () => this.supervisor.current?.pid,
+    });
+    const timeoutMs = options.controlPlaneTimeoutMs;
+    this.controlPlane = timeoutMs
+      ? new ControlPlaneWatch({
+          timeoutMs,
+          lastContact: () => this.api.lastContactAt,
+          probe: () => this.api.ping(),
+          logger: this.log,
+          onLost: () => void this.stop().then(() => options.onControlPlaneLost?.()),
+        })
+      : null;
+    this.ports = new PortWatch({
+      api: this.api,
+      logger: this.log,
+      sandboxId: () => this.supervisor.bootstrap?.sandboxId ?? null,
+      excluded: () => [this.proxy.port, ...(this.supervisor.current ? [this.supervisor.current.port] : [])],
     });
     this.memoryGuard = new MemoryGuard({
       logger: this.log,
@@ -266,6 +311,7 @@ export class Agent {
       token: o.token,
       sessionId: o.sessionId,
       opencodePort: () => (this.supervisor.current?.alive ? this.supervisor.current.port : null),
+      reservedPorts: () => this.supervisor.runtimePorts(),
       handlers: this.handlers(),
       deniedPorts: apiPortOf(o.apiUrl),
       extraPorts: o.proxyExtraPorts ?? [],
@@ -297,10 +343,13 @@ export class Agent {
     this.started = true;
     await this.proxy.listen();
     this.log.info({ servicePort: this.proxy.port, workspace: this.options.workspace }, 'daemon listening');
+    // Watched from the start: a daemon whose API is gone before OpenCode is up stops as well.
+    this.controlPlane?.start();
     this.events.start();
     await this.supervisor.boot();
     if (this.supervisor.stopped) return this;
     this.telemetry.start();
+    this.ports.start();
     this.memoryGuard.start();
     void this.telemetry.report('STATE_CHANGE');
     if (this.options.attachmentOffload) {
@@ -473,8 +522,10 @@ export class Agent {
   private async shutdown(): Promise<void> {
     this.log.info('daemon stopping');
     if (this.offloadTimer) clearInterval(this.offloadTimer);
+    this.controlPlane?.stop();
     this.memoryGuard.stop();
     this.telemetry.stop();
+    const ports = this.ports.stop();
     const graceful = (async () => {
       await Promise.all([
         this.proxy.close(Math.min(2_000, this.options.shutdownTimeoutMs)),
@@ -482,7 +533,7 @@ export class Agent {
         this.lease.stop(),
         this.supervisor.stop(),
       ]);
-      await Promise.all([this.reportChain, this.forwarder.flush(), this.offloadsSettled()]);
+      await Promise.all([this.reportChain, this.forwarder.flush(), this.offloadsSettled(), ports]);
     })();
     let timer: NodeJS.Timeout | undefined;
     const hard = new Promise<'timeout'>((resolve) => {

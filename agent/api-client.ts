@@ -8,13 +8,14 @@ import {
   ReportAgentEventsDocument,
   ReportReloadPhaseDocument,
   ReportRuntimeStateDocument,
+  ReportSandboxPortsDocument,
   type ReportTelemetryInput,
   ReportTelemetryDocument,
   type RuntimeState,
   type TelemetryReason,
   type TypedDocumentString,
 } from '../contract/daemon-api';
-import { Backoff, sleep } from './backoff';
+import { retry } from '../contract/retry';
 import { type HttpRequester, type HttpResponse, request } from './http';
 import type { Logger } from './logger';
 
@@ -85,6 +86,7 @@ const DOCUMENTS = {
   reportRuntimeState: ReportRuntimeStateDocument,
   reportReloadPhase: ReportReloadPhaseDocument,
   reportAgentEvents: ReportAgentEventsDocument,
+  reportSandboxPorts: ReportSandboxPortsDocument,
 } as const;
 
 type Operation = keyof typeof DOCUMENTS;
@@ -100,6 +102,8 @@ export class ApiClient {
   private readonly requestTimeoutMs: number;
   private readonly request: HttpRequester;
   private readonly log: Logger;
+  /** When the API last answered anything (performance.now()); the daemon's start counts as one. */
+  lastContactAt = performance.now();
 
   constructor(private readonly options: ApiClientOptions) {
     this.endpoint = `${options.apiUrl.replace(/\/+$/, '')}/graphql`;
@@ -161,17 +165,31 @@ export class ApiClient {
     await this.mutate('reportAgentEvents', { input });
   }
 
+  /** Asks the API's /healthz once; any answer counts as contact. Never throws. */
+  async ping(): Promise<void> {
+    try {
+      const response = await this.request(this.endpoint.replace(/\/graphql$/, '/healthz'), {
+        signal: AbortSignal.timeout(this.requestTimeoutMs),
+      });
+      this.lastContactAt = performance.now();
+      await response.text().catch(() => '');
+    } catch {
+      // unreachable: lastContactAt stays where it was
+    }
+  }
+
+  /** The sandbox's listening ports (the full set) when they changed. */
+  async reportSandboxPorts(input: { sandboxId: string; ports: number[] }): Promise<void> {
+    await this.mutate('reportSandboxPorts', { input });
+  }
+
   /** Runs one mutation; returns its Success payload or throws ApiPayloadError / ApiRequestError. */
   private async mutate<O extends Operation>(
     operation: O,
     variables: VariablesOf<O>,
   ): Promise<Record<string, unknown>> {
-    const backoff = new Backoff({
-      initialMs: this.options.backoff?.initialMs ?? 200,
-      maxMs: this.options.backoff?.maxMs ?? 5_000,
-    });
-    for (let attempt = 1; ; attempt++) {
-      try {
+    return retry(
+      async () => {
         const data = await this.post(operation, variables);
         const payload = data[operation] as Record<string, unknown> | null | undefined;
         if (!payload) throw new ApiRequestError(operation, 'empty payload');
@@ -184,16 +202,22 @@ export class ApiClient {
           );
         }
         return payload;
-      } catch (error) {
-        if (!(error instanceof RetryableError) || attempt >= this.maxAttempts) {
-          if (error instanceof RetryableError) throw new ApiRequestError(operation, error.message);
-          throw error;
-        }
-        const delayMs = backoff.next();
-        this.log.warn({ operation, attempt, delayMs, err: error.message }, 'api call failed; retrying');
-        await sleep(delayMs);
-      }
-    }
+      },
+      {
+        maxAttempts: this.maxAttempts,
+        backoff: {
+          initialMs: this.options.backoff?.initialMs ?? 200,
+          maxMs: this.options.backoff?.maxMs ?? 5_000,
+        },
+        retryable: (error) => error instanceof RetryableError,
+        exhausted: (error) => new ApiRequestError(operation, (error as Error).message),
+        onRetry: ({ attempt, delayMs, error }) =>
+          this.log.warn(
+            { operation, attempt, delayMs, err: (error as Error).message },
+            'api call failed; retrying',
+          ),
+      },
+    );
   }
 
   private async post(operation: Operation, variables: unknown): Promise<Record<string, unknown>> {
@@ -212,6 +236,7 @@ export class ApiClient {
     } catch (error) {
       throw new RetryableError(error instanceof Error ? error.message : String(error));
     }
+    this.lastContactAt = performance.now();
     const text = await response.text().catch(() => '');
     if (response.status >= 500 || response.status === 429) {
       throw new RetryableError(`HTTP ${response.status}: ${text.slice(0, 200)}`);

@@ -24,6 +24,8 @@ const envShape = {
     patternMessage: 'comma-separated port numbers',
     optional: true,
   },
+  /** Silence from the API after which the daemon stops itself (the LOCAL provider passes the lease TTL). */
+  SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS: { type: 'number', int: true, min: 100, optional: true },
   /** Telemetry push interval (R-AG-4). */
   SINGULACOMP_TELEMETRY_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 3_600_000, optional: true },
   /** Memory guard sampling period, below and above its fast-sampling line (R-AG-5). */
@@ -55,6 +57,7 @@ export interface AgentEnv {
   leaseRenewIntervalMs?: number;
   telemetryIntervalMs?: number;
   memorySampleMs?: number;
+  controlPlaneTimeoutMs?: number;
   proxyExtraPorts: number[];
   workspace: string;
   home: string;
@@ -118,6 +121,7 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     SINGULACOMP_PROXY_EXTRA_PORTS?: string;
     SINGULACOMP_TELEMETRY_INTERVAL_MS?: number;
     SINGULACOMP_MEMORY_SAMPLE_MS?: number;
+    SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS?: number;
     LOG_LEVEL: string;
   };
   const f = parsedFlags.data as {
@@ -144,6 +148,9 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
       ? { telemetryIntervalMs: e.SINGULACOMP_TELEMETRY_INTERVAL_MS }
       : {}),
     ...(e.SINGULACOMP_MEMORY_SAMPLE_MS ? { memorySampleMs: e.SINGULACOMP_MEMORY_SAMPLE_MS } : {}),
+    ...(e.SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS
+      ? { controlPlaneTimeoutMs: e.SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS }
+      : {}),
     workspace: f.workspace ?? '/workspace',
     home: f.home ?? '/opt/singulacomp/home',
     opencodePort: f.opencodePort,

@@ -1,7 +1,7 @@
 // R-CONV-1: forwards OpenCode's conversation events (text deltas, part and message updates, turn
 // state) to the API in small ordered batches over the daemon's authenticated channel. One batch is
 // in flight at a time, so the API sees events in OpenCode's order; a batch the API keeps refusing
-// is dropped and logged (the transcript itself stays readable through `messages`).
+// is dropped and logged (its events are then missing from the session record too).
 import type { ApiClient } from './api-client';
 import type { OpencodeEvent } from './events';
 import type { Logger } from './logger';

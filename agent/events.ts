@@ -9,7 +9,8 @@
 //   session.error   { sessionID?, error: { name, data: { message } } }
 //   server.connected {}
 import { EventEmitter } from 'node:events';
-import { Backoff, type BackoffOptions, sleep } from './backoff';
+import { sleep } from '../contract/clock';
+import { Backoff, type BackoffOptions } from '../contract/retry';
 import { request } from './http';
 import type { Logger } from './logger';
 import type { OpencodeClient } from './opencode';

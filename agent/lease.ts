@@ -1,6 +1,7 @@
 // R-LEASE-1: while a turn is busy or retrying, hold the execution lease — acquire at once, renew
 // every `renewIntervalMs` keeping the fencing generation — and release it when the turn ends.
 import { randomUUID } from 'node:crypto';
+import { type Clock, type ClockTimer, systemClock } from '../contract/clock';
 import { ApiPayloadError, type ApiClient, type LeaseInfo } from './api-client';
 import type { Logger } from './logger';
 
@@ -10,6 +11,8 @@ export interface LeaseKeeperOptions {
   sessionId: string;
   /** @default 60_000 */
   renewIntervalMs: number;
+  /** Every timer and reading of time goes through it. @default systemClock */
+  clock?: Clock;
 }
 
 export class LeaseKeeper {
@@ -23,18 +26,20 @@ export class LeaseKeeper {
    * again with the same generation rather than moving it on. A new acquire takes a new key.
    */
   private acquisition: string | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ClockTimer | null = null;
   private wanted = false;
   /** A renewal waits in the chain: a tick while one waits adds none (see scheduleRenew). */
   private renewQueued = false;
-  /** When the last renewal went out (performance.now()). */
+  /** When the last renewal went out (the clock's monotonic reading). */
   private lastSentAt = Number.NEGATIVE_INFINITY;
   // Serialises acquire/renew/release so a release never races an in-flight renewal.
   private chain: Promise<void> = Promise.resolve();
   private readonly log: Logger;
+  private readonly clock: Clock;
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.log = options.logger.child({ module: 'lease' });
+    this.clock = options.clock ?? systemClock;
   }
 
   get held(): boolean {
@@ -46,12 +51,12 @@ export class LeaseKeeper {
     if (this.wanted) return;
     this.wanted = true;
     this.scheduleRenew();
-    this.timer = setInterval(() => {
+    this.timer = this.clock.setInterval(() => {
       // A renewal held up behind a slow one went out late; the tick right after it would renew
       // again within moments, so it waits for the next. Renewals are then at least three quarters
       // of an interval apart and at most one and three quarters: well inside the lease's lifetime
       // (three intervals by default).
-      if (performance.now() - this.lastSentAt < (this.options.renewIntervalMs * 3) / 4) return;
+      if (this.clock.monotonic() - this.lastSentAt < (this.options.renewIntervalMs * 3) / 4) return;
       this.scheduleRenew();
     }, this.options.renewIntervalMs);
   }
@@ -59,7 +64,7 @@ export class LeaseKeeper {
   /** The turn ended: stop renewing and release the lease. */
   release(): Promise<void> {
     this.wanted = false;
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     return this.enqueue(() => this.releaseNow());
   }
@@ -88,7 +93,7 @@ export class LeaseKeeper {
     const generation = this.generation ?? undefined;
     const { sessionId } = this.options;
     if (generation === undefined) this.acquisition ??= randomUUID();
-    this.lastSentAt = performance.now();
+    this.lastSentAt = this.clock.monotonic();
     try {
       const lease = await this.options.api.renewLease(
         generation === undefined ? { sessionId, acquisition: this.acquisition! } : { sessionId, generation },

@@ -5,6 +5,9 @@ import { createAgent } from './agent';
 import { AgentConfigError, parseAgentEnv } from './env';
 import { createLogger } from './logger';
 
+/** Exit status of a daemon that stopped itself because the API stayed unreachable. */
+const CONTROL_PLANE_LOST = 3;
+
 async function main(): Promise<void> {
   let env: ReturnType<typeof parseAgentEnv>;
   try {
@@ -17,7 +20,8 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(env.logLevel);
-  const agent = createAgent({ ...env, logger });
+  // Stopped for want of the control plane: exit (the entrypoint and the sandbox end with us).
+  const agent = createAgent({ ...env, logger, onControlPlaneLost: () => process.exit(CONTROL_PLANE_LOST) });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { sleep } from './backoff';
+import { sleep } from '../contract/clock';
 import { request } from './http';
 import type { Logger } from './logger';
 

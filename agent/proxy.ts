@@ -1,8 +1,12 @@
 // R-AG-2: the daemon's HTTP surface on SINGULACOMP_SERVICE_PORT — /singulacomp/* control routes and
 // a reverse proxy (HTTP and WebSocket) to OpenCode or to any other local port, behind the
-// X-SingulaComp-User-Context header. The proxy is a plain node:http pipe (request in, upstream
-// request out over a keep-alive pool, response piped back), the same forwarding http-proxy did
-// with `xfwd` (X-Forwarded-For/-Port/-Proto/-Host) at a fraction of its per-request work.
+// X-SingulaComp-User-Context header. The header's audience decides which (R-PRV-5): `control`
+// reaches only the control routes, `opencode` only OpenCode, `app` only the one sandbox port its
+// claims name, whatever the path, and never the daemon's or OpenCode's port. The control plane signs
+// preview and share traffic `app` only, so it can never reach a control route. The proxy is a plain
+// node:http pipe (request in, upstream request out over a keep-alive pool, response piped back),
+// the same forwarding http-proxy did with `xfwd` (X-Forwarded-For/-Port/-Proto/-Host) at a fraction
+// of its per-request work.
 import {
   createServer,
   Agent as HttpAgent,
@@ -14,7 +18,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { USER_CONTEXT_HEADER, UserContextVerifier } from '../contract/user-context';
+import { UNREACHABLE_PORT_MESSAGE, UNREACHABLE_PORT_STATUS } from '../contract/ports';
+import { USER_CONTEXT_HEADER, type UserContextClaims, UserContextVerifier } from '../contract/user-context';
 import type { Logger } from './logger';
 import { sandboxListeningPorts } from './sandbox-ports';
 
@@ -42,6 +47,11 @@ export interface ProxyServerOptions {
   sessionId: string;
   /** Port OpenCode currently serves on (changes after a reload). */
   opencodePort: () => number | null;
+  /**
+   * Every port an OpenCode process of this daemon listens on or will (its configured port, a reload's
+   * replacement): never an `app` target, whatever else listens there. @default []
+   */
+  reservedPorts?: () => Iterable<number>;
   handlers: ControlHandlers;
   /** Ports never proxied whoever listens on them (the API's, when it is reachable from here). */
   deniedPorts?: number[];
@@ -132,6 +142,15 @@ function rawHead(statusLine: string, raw: string[]): string {
 
 const UPGRADE_HEADERS = new Set(['connection', 'upgrade']);
 
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
+
 export class ProxyServer {
   readonly server: Server;
   private readonly log: Logger;
@@ -184,32 +203,56 @@ export class ProxyServer {
     this.upstream.destroy();
   }
 
-  /** 401/403 result of the user-context check, or null when the request may pass. */
-  private authorize(req: IncomingMessage): { status: 401 | 403; reason: string } | null {
+  /** The verified claims, or the 401/403 refusal of the user-context check. */
+  private authorize(
+    req: IncomingMessage,
+  ): { claims: UserContextClaims } | { status: 401 | 403; reason: string } {
     const verdict = this.verifier.verify(req.headers[USER_CONTEXT_HEADER]);
-    return verdict.ok ? null : { status: verdict.status, reason: verdict.reason };
+    return verdict.ok ? { claims: verdict.claims } : { status: verdict.status, reason: verdict.reason };
   }
 
-  /** The upstream port, or an error status for a bad target header. */
-  private async target(req: IncomingMessage): Promise<{ port: number } | { status: number; error: string }> {
+  /** Ports never reached as an app: this service port, OpenCode's, and the denied ones. */
+  private reserved(port: number): boolean {
+    if (port === this.port || port === this.options.port) return true;
+    if (this.options.deniedPorts?.includes(port)) return true;
+    for (const p of this.options.reservedPorts?.() ?? []) if (p === port) return true;
+    const opencode = this.options.opencodePort();
+    return opencode !== null && opencode === port;
+  }
+
+  /**
+   * The upstream port of a proxied request, or the error to answer. `opencode` reaches OpenCode;
+   * `app` reaches the port its claims name when a process of this sandbox serves it. A reserved port
+   * answers exactly as an unused one, so no caller can tell OpenCode's port from a free one.
+   */
+  private async target(
+    req: IncomingMessage,
+    claims: UserContextClaims,
+  ): Promise<{ port: number } | { status: number; error: string }> {
     const raw = req.headers[TARGET_PORT_HEADER];
-    if (raw === undefined) {
+    if (claims.aud === 'opencode') {
+      if (raw !== undefined) return { status: 400, error: 'an OpenCode request names no target port' };
       const port = this.options.opencodePort();
       return port === null ? { status: 503, error: 'OpenCode is not running' } : { port };
     }
-    const port = Number(Array.isArray(raw) ? raw[0] : raw);
-    if (!Number.isInteger(port) || port < 1 || port > 65_535)
-      return { status: 400, error: 'bad target port' };
-    if (port === this.port || port === this.options.port) {
-      return { status: 403, error: 'the service port cannot be proxied' };
-    }
-    if (this.options.deniedPorts?.includes(port))
-      return { status: 403, error: 'that port cannot be proxied' };
-    if (this.options.extraPorts?.includes(port)) return { port };
+    const port = claims.port!;
+    const unreachable = { status: UNREACHABLE_PORT_STATUS, error: UNREACHABLE_PORT_MESSAGE };
+    // The header is what an older daemon reads: it must name the same port as the signed claims.
+    if (raw !== undefined && Number(Array.isArray(raw) ? raw[0] : raw) !== port) return unreachable;
+    if (this.options.extraPorts?.includes(port) && !this.reserved(port)) return { port };
     // Only ports the sandbox's own processes serve: never a host service sharing this loopback.
+    // Listed before the reserved check, so a reserved port costs what an unused one does.
     const own = await (this.options.sandboxPorts ?? sandboxListeningPorts)();
-    if (!own.has(port)) return { status: 403, error: 'no process of this sandbox listens on that port' };
+    if (this.reserved(port) || !own.has(port)) return unreachable;
     return { port };
+  }
+
+  /** The ports a preview or share link may never reach (GET /singulacomp/ports, with OpenCode's current one). */
+  private reservedPorts(): number[] {
+    const ports = new Set<number>([this.port, ...(this.options.reservedPorts?.() ?? [])]);
+    const opencode = this.options.opencodePort();
+    if (opencode !== null) ports.add(opencode);
+    return [...ports].sort((a, b) => a - b);
   }
 
   private strip(req: IncomingMessage): void {
@@ -219,14 +262,26 @@ export class ProxyServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path === '/singulacomp/health') {
+    // Health answers without a header; a request with one goes where its audience says (an app's
+    // own /singulacomp/health included).
+    if (path === '/singulacomp/health' && req.headers[USER_CONTEXT_HEADER] === undefined) {
       const { status, body } = this.options.handlers.health();
       return sendJson(res, status, body);
     }
-    const denied = this.authorize(req);
-    if (denied) return sendJson(res, denied.status, { error: denied.reason });
+    const verdict = this.authorize(req);
+    if ('status' in verdict) return sendJson(res, verdict.status, { error: verdict.reason });
+    const { claims } = verdict;
 
-    if (path.startsWith('/singulacomp/')) {
+    if (claims.aud === 'control') {
+      if (!path.startsWith('/singulacomp/'))
+        return sendJson(res, 404, { error: 'a control call reaches only /singulacomp/*' });
+      if (path === '/singulacomp/health') {
+        const { status, body } = this.options.handlers.health();
+        return sendJson(res, status, body);
+      }
+      if (path === '/singulacomp/ports' && req.method === 'GET') {
+        return sendJson(res, 200, { reserved: this.reservedPorts(), opencode: this.options.opencodePort() });
+      }
       if (path === '/singulacomp/refresh' && req.method === 'POST') {
         const { status, body } = await this.options.handlers.refresh();
         return sendJson(res, status, body);
@@ -273,7 +328,7 @@ export class ProxyServer {
       return sendJson(res, 404, { error: 'unknown control route' });
     }
 
-    const target = await this.target(req);
+    const target = await this.target(req, claims);
     if ('status' in target) return sendJson(res, target.status, { error: target.error });
     this.strip(req);
     this.forward(req, res, target.port);
@@ -325,20 +380,20 @@ export class ProxyServer {
     const refuse = (status: number, reason: string): void => {
       const text = JSON.stringify({ error: reason });
       socket.end(
-        `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\n` +
+        `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\n` +
           `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
       );
     };
-    const denied = this.authorize(req);
-    if (denied) {
-      refuse(denied.status, denied.reason);
+    const verdict = this.authorize(req);
+    if ('status' in verdict) {
+      refuse(verdict.status, verdict.reason);
       return;
     }
-    if ((req.url ?? '').startsWith('/singulacomp/')) {
+    if (verdict.claims.aud === 'control') {
       refuse(404, 'no WebSocket control routes');
       return;
     }
-    const target = await this.target(req);
+    const target = await this.target(req, verdict.claims);
     if ('status' in target) {
       refuse(target.status, target.error);
       return;

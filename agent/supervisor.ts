@@ -1,8 +1,9 @@
 // R-AG-1: claims the bootstrap, runs `opencode serve`, restarts it with capped backoff when it dies,
 // and sends the initial prompt once OpenCode is healthy.
 import { EventEmitter } from 'node:events';
+import { type Clock, type ClockTimer, sleep, systemClock } from '../contract/clock';
+import { Backoff, type BackoffOptions } from '../contract/retry';
 import type { ApiClient, Bootstrap, RuntimeState } from './api-client';
-import { Backoff, type BackoffOptions, sleep } from './backoff';
 import type { Logger } from './logger';
 import { OpencodeProcess } from './opencode';
 
@@ -33,6 +34,8 @@ export interface SupervisorOptions {
    * prompt sent, only then: a turn that starts earlier would run unseen.
    */
   observed?: (proc: OpencodeProcess) => Promise<void>;
+  /** Backoff waits, the stability timer and restart times read it. @default systemClock */
+  clock?: Clock;
 }
 
 export interface RestartRecord {
@@ -58,7 +61,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   private readonly backoff: Backoff;
   private readonly log: Logger;
   private readonly stopping = new AbortController();
-  private stableTimer: NodeJS.Timeout | null = null;
+  private stableTimer: ClockTimer | null = null;
+  private readonly clock: Clock;
   bin: string;
 
   constructor(private readonly options: SupervisorOptions) {
@@ -66,6 +70,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.backoff = new Backoff(options.restartBackoff);
     this.log = options.logger.child({ module: 'supervisor' });
     this.bin = options.bin;
+    this.clock = options.clock ?? systemClock;
   }
 
   get stopped(): boolean {
@@ -107,14 +112,29 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       } catch (error) {
         const delayMs = backoff.next();
         this.log.warn({ err: (error as Error).message, delayMs }, 'claimBootstrap failed; retrying');
-        await sleep(delayMs, this.stopping.signal);
+        await sleep(delayMs, this.stopping.signal, this.clock);
       }
     }
     return null;
   }
 
+  /** OpenCode processes spawned and not yet exited (the current one, a reload's replacement). */
+  private readonly runtimes = new Set<OpencodeProcess>();
+
+  /** Ports OpenCode listens on or is about to: the configured one and every live runtime's. */
+  runtimePorts(): number[] {
+    return [this.options.port, ...[...this.runtimes].map((r) => r.port)];
+  }
+
   /** Spawns an `opencode serve` with the supervisor's settings (used for restarts and reload replacements). */
   spawnRuntime(port: number, bin: string = this.bin): OpencodeProcess {
+    const runtime = this.createRuntime(port, bin);
+    this.runtimes.add(runtime);
+    void runtime.exited.then(() => this.runtimes.delete(runtime));
+    return runtime;
+  }
+
+  private createRuntime(port: number, bin: string): OpencodeProcess {
     return new OpencodeProcess({
       bin,
       port,
@@ -153,9 +173,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.current = proc;
     this.healthy = true;
     this.log.info({ pid: proc.pid, port: proc.port }, 'opencode healthy');
-    if (this.stableTimer) clearTimeout(this.stableTimer);
-    this.stableTimer = setTimeout(() => this.backoff.reset(), this.options.stableAfterMs);
-    this.stableTimer.unref();
+    this.stableTimer?.cancel();
+    this.stableTimer = this.clock.setTimeout(() => this.backoff.reset(), this.options.stableAfterMs).unref();
     this.emit('healthy', proc);
     this.ready = Promise.resolve(this.options.observed?.(proc)).then(() => {
       if (this.current === proc && this.healthy && !this.stopped) this.options.reportState('HEALTHY');
@@ -163,7 +182,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     void proc.exited.then((exit) => {
       if (this.current !== proc || this.stopped) return;
       this.healthy = false;
-      if (this.stableTimer) clearTimeout(this.stableTimer);
+      this.stableTimer?.cancel();
       this.emit('exit', proc);
       const why = `OpenCode exited (code ${exit.code}, signal ${exit.signal})`;
       this.log.warn({ pid: proc.pid, ...exit }, 'opencode died; restarting');
@@ -181,9 +200,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   private async waitBeforeRestart(reason: string): Promise<void> {
     const delayMs = this.backoff.next();
-    this.restarts.push({ at: Date.now(), delayMs, reason });
+    this.restarts.push({ at: this.clock.now(), delayMs, reason });
     this.log.info({ delayMs, attempt: this.backoff.attempts }, 'opencode restart scheduled');
-    await sleep(delayMs, this.stopping.signal);
+    await sleep(delayMs, this.stopping.signal, this.clock);
   }
 
   private async sendInitialPrompt(): Promise<void> {
@@ -205,7 +224,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    if (this.stableTimer) clearTimeout(this.stableTimer);
+    this.stableTimer?.cancel();
     this.healthy = false;
     await this.current?.stop(this.options.stopGraceMs);
   }

@@ -12,7 +12,7 @@ import { type Server, createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createSchema, createYoga } from 'graphql-yoga';
 import type { Prisma } from '../prisma/generated/client/client';
-import { compileFindMany } from '../resolvers/find-many-sql';
+import { compileFindMany } from '../server/fast-paths/find-many-sql';
 import { startTestApp } from '../test/support/app';
 import { createTestRepo } from '../test/support/git';
 import { waitFor } from '../test/support/wait';

@@ -20,7 +20,7 @@ export async function run(): Promise<BenchResult[]> {
   try {
     const daemon = await world.spawn(BUNDLED_DAEMON);
     const header = signUserContext(
-      { sessionId: world.sessionId, userId: 'bench', ttlSeconds: 300 },
+      { sessionId: world.sessionId, userId: 'bench', audience: 'opencode', ttlSeconds: 300 },
       world.token,
     );
     const load = async (

@@ -3,7 +3,7 @@
 // upstream called directly; preview proxy latency and WebSocket echo round trip against the app
 // called directly; agent events per second through reportAgentEvents → sessionEvents (graphql-ws)
 // against the event log + pub/sub alone.
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { WebSocketServer } from 'ws';
 import { freePort } from '../contract/ports';
@@ -11,6 +11,7 @@ import { type E2e, startE2e } from '../test/e2e/helpers';
 import { SessionEventsDocument } from '../test/generated/graphql';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { openSocket, watch } from '../test/realtime/helpers';
+import { loopbackLookup } from '../test/support/preview';
 import { waitFor } from '../test/support/wait';
 import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
@@ -75,16 +76,25 @@ async function httpSamples(url: string, headers: Record<string, string>, count: 
   const samples: number[] = [];
   await pool(count, CONCURRENCY, async () => {
     const started = performance.now();
-    const res = await fetch(url, { headers });
-    const body = await res.text();
-    if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${url}: ${body.slice(0, 300)}`);
+    // node:http with a loopback lookup: preview hosts are *.localhost names.
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(url, { headers, lookup: loopbackLookup }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    if (status !== 200) throw new Error(`HTTP ${status} from ${url}: ${body.slice(0, 300)}`);
     samples.push(performance.now() - started);
   });
   return samples;
 }
 
 async function wsRoundTrips(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
-  const ws = new WebSocket(url, { headers });
+  const ws = new WebSocket(url, { headers, lookup: loopbackLookup } as WebSocket.ClientOptions);
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
@@ -160,8 +170,8 @@ export async function run(): Promise<BenchResult[]> {
       }
     }
 
-    // Preview proxy (control plane → daemon → app) vs the app directly.
-    const preview = `${e.t.url}/v1/p/${s.sandboxId}/${appPort}/`;
+    // Preview proxy (control plane → daemon → app) vs the app directly, on the preview site.
+    const preview = `http://p${appPort}-${s.sandboxId}.localhost:${new URL(e.t.url).port}/`;
     const appUrl = `http://127.0.0.1:${appPort}/`;
     await httpSamples(preview, pat, 100);
     await httpSamples(appUrl, {}, 100);
@@ -182,8 +192,7 @@ export async function run(): Promise<BenchResult[]> {
         note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, API token; baseline = app directly`,
       });
     }
-    const wsBase = e.t.url.replace(/^http/, 'ws');
-    const wsPreview = await wsRoundTrips(`${wsBase}/v1/p/${s.sandboxId}/${appPort}/`, pat, WS_ROUND_TRIPS);
+    const wsPreview = await wsRoundTrips(preview.replace(/^http/, 'ws'), pat, WS_ROUND_TRIPS);
     const wsDirect = await wsRoundTrips(`ws://127.0.0.1:${appPort}/`, {}, WS_ROUND_TRIPS);
     for (const p of [50, 99]) {
       results.push({

@@ -18,8 +18,16 @@ export class ApiError extends Error {
 
 export interface ApiClient {
   request<T, V>(doc: TypedDocumentNode<T, V>, variables: V): Promise<T>;
-  /** Calls `onNext` per event until it returns true (done) or the server completes the stream. */
-  subscribe<T, V>(doc: TypedDocumentNode<T, V>, variables: V, onNext: (data: T) => boolean): Promise<void>;
+  /**
+   * Calls `onNext` per event until it returns true (done) or the server completes the stream.
+   * `onConnected` runs once the socket is up and the subscription sent (a failure ends it).
+   */
+  subscribe<T, V>(
+    doc: TypedDocumentNode<T, V>,
+    variables: V,
+    onNext: (data: T) => boolean,
+    onConnected?: () => Promise<void>,
+  ): Promise<void>;
 }
 
 export function createApiClient(config: ResolvedConfig): ApiClient {
@@ -46,21 +54,33 @@ export function createApiClient(config: ResolvedConfig): ApiClient {
       return body.data as never;
     },
 
-    subscribe(doc, variables, onNext) {
+    subscribe(doc, variables, onNext, onConnected) {
+      let connected: (() => void) | null = null;
       const client = createClient({
         url: `${config.apiUrl.replace(/^http/, 'ws')}/graphql`,
         webSocketImpl: WebSocket,
         connectionParams: { authorization: `Bearer ${config.token}` },
         retryAttempts: 3,
+        on: { connected: () => connected?.() },
       });
       return new Promise<void>((resolve, reject) => {
         let unsubscribe = () => {};
+        let done = false;
         const finish = (error?: unknown) => {
+          if (done) return;
+          done = true;
           unsubscribe();
           void client.dispose();
           if (error) reject(error);
           else resolve();
         };
+        if (onConnected) {
+          connected = () => {
+            connected = null;
+            // After this turn, once the subscribe message is on its way.
+            setImmediate(() => onConnected().catch(finish));
+          };
+        }
         unsubscribe = client.subscribe(
           { query: print(doc), variables: variables as Record<string, unknown> },
           {

@@ -4,6 +4,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CliEnv } from './env';
+import { CliExit } from './errors';
 
 export interface StoredConfig {
   apiUrl: string;
@@ -43,8 +44,8 @@ export async function resolveConfig(env: CliEnv): Promise<ResolvedConfig> {
   const apiUrl = env.apiUrl ?? stored.apiUrl ?? null;
   const token = env.token ?? stored.token ?? null;
   if (!apiUrl || !token) {
-    throw new Error(
-      'Not logged in: run `singulacomp login`, or set SINGULACOMP_API_URL and SINGULACOMP_TOKEN.',
+    throw new CliExit(
+      'Not logged in: run `singulacomp login` (the local server by default), or set SINGULACOMP_API_URL and SINGULACOMP_TOKEN.',
     );
   }
   return { apiUrl: apiUrl.replace(/\/+$/, ''), token };

@@ -2,8 +2,13 @@
 // with the typed documents from contract/generated/cli.ts, print a table or (--json) JSON.
 import { createInterface } from 'node:readline/promises';
 import { Command, Option } from 'commander';
+import { version } from '../package.json';
 import {
   CliCreatePersonalAccessTokenDocument,
+  CliCreateProjectDocument,
+  CliSendMessageDocument,
+  CliSyncProjectManifestDocument,
+  type CliProjectFragment,
   CliCreateServiceAccountTokenDocument,
   CliCreateSessionDocument,
   CliMergeChangeRequestDocument,
@@ -22,8 +27,13 @@ type ProjectRow = CliProjectsQuery['viewer']['projects']['edges'][number]['node'
 import { type ApiClient, createApiClient, unwrap } from './client';
 import { readStoredConfig, resolveConfig, writeStoredConfig } from './config';
 import { type CliEnv, readCliEnv } from './env';
+import { CliExit } from './errors';
+import { formatTranscript, readMessages, waitForAgent, watchEvents } from './conversation';
 import { gitCredential } from './git-credential';
 import { plainView, runReload, silentView, terminalView } from './reload';
+
+/** Where `npm start` serves the API: what `login` uses without --api-url. */
+export const LOCAL_API_URL = 'http://127.0.0.1:4000';
 
 export interface ProgramIo {
   env: CliEnv;
@@ -32,15 +42,7 @@ export interface ProgramIo {
   stderr: NodeJS.WriteStream;
 }
 
-/** Thrown to end the command with a message and exit code 1 (a refused confirmation, a failed reload). */
-export class CliExit extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
-  }
-}
+export { CliExit };
 
 function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   if (rows.length === 0) return '(none)\n';
@@ -64,6 +66,7 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
 
   const program = new Command('singulacomp')
     .description('SingulaComp control plane CLI')
+    .version(version, '-V, --version', 'print the version')
     .option('--json', 'print JSON for scripts')
     .showHelpAfterError();
   const json = () => Boolean(program.opts().json);
@@ -87,12 +90,11 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
   program
     .command('login')
     .description('store an API URL and a personal access token (config file, mode 0600)')
-    .option('--api-url <url>', 'API base URL, e.g. https://singulacomp.example.com')
+    .option('--api-url <url>', `API base URL (default: ${LOCAL_API_URL}, the server \`npm start\` runs)`)
     .option('--token <pat>', 'personal access token (read from stdin when omitted)')
     .action(async (options: { apiUrl?: string; token?: string }) => {
       const stored = await readStoredConfig(env);
-      const apiUrl = (options.apiUrl ?? env.apiUrl ?? stored.apiUrl)?.replace(/\/+$/, '');
-      if (!apiUrl) throw new CliExit('Give --api-url (or set SINGULACOMP_API_URL).');
+      const apiUrl = (options.apiUrl ?? env.apiUrl ?? stored.apiUrl ?? LOCAL_API_URL).replace(/\/+$/, '');
       let token = options.token;
       if (!token) {
         const rl = createInterface({ input: stdin, output: stderr, terminal: false });
@@ -100,8 +102,17 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
         token = (await rl[Symbol.asyncIterator]().next()).value?.trim();
         rl.close();
       }
-      if (!token) throw new CliExit('No token given.');
-      const viewer = (await createApiClient({ apiUrl, token }).request(CliViewerDocument, {})).viewer;
+      if (!token) {
+        throw new CliExit(
+          'No token given: pass --token or pipe one in (the local server writes its admin token to .data/bootstrap-token).',
+        );
+      }
+      let viewer: { kind: string };
+      try {
+        viewer = (await createApiClient({ apiUrl, token }).request(CliViewerDocument, {})).viewer;
+      } catch (error) {
+        throw new CliExit(`Cannot log in to ${apiUrl}: ${(error as Error).message}`);
+      }
       const path = await writeStoredConfig(env, { apiUrl, token });
       print(
         { apiUrl, kind: viewer.kind, configPath: path },
@@ -138,6 +149,83 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
           ['id', 'name', 'defaultBranch', 'provider', 'repositoryUrl'],
         ),
       );
+    });
+
+  const printProject = (project: CliProjectFragment, intro: string) =>
+    print(project, () => {
+      const templates = project.templates.length
+        ? project.templates
+            .map(
+              (t) =>
+                `  ${t.slug}${t.isDefault ? ' (default)' : ''}: ${t.name}${t.warnings.length ? ` ⚠ ${t.warnings.join('; ')}` : ''}`,
+            )
+            .join('\n')
+        : '  (none: the repository has no singulacomp.yaml; sessions use the platform image)';
+      return `${intro} ${project.projectId} (${project.name}, ${project.defaultBranch} at ${project.manifestCommit?.slice(0, 12) ?? '-'})\nTemplates:\n${templates}\n`;
+    });
+  /** A payload's ManifestInvalidError as one line per problem. */
+  const manifestProblems = (payload: { __typename: string }) => {
+    const problems = (payload as { problems?: Array<{ field: string[]; message: string }> }).problems;
+    if (payload.__typename !== 'ManifestInvalidError' || !problems) return;
+    throw new CliExit(
+      `The manifest is invalid:\n${problems.map((p) => `  ${p.field.join('.')}: ${p.message}`).join('\n')}`,
+    );
+  };
+
+  projects
+    .command('create')
+    .description('create a project; its manifest (singulacomp.yaml) is read at once')
+    .argument('<name>', 'project name')
+    .argument('<repository>', 'git URL, or an absolute path to a local repository')
+    .option('--default-branch <branch>', "default branch (default: main, else the repository's HEAD)")
+    .addOption(
+      new Option('--provider <provider>', 'sandbox provider').choices([
+        'LOCAL',
+        'DAYTONA',
+        'E2B',
+        'PLATINUM',
+      ]),
+    )
+    .option('--git-credential <token>', 'upstream token, stored encrypted on the server')
+    .action(
+      async (
+        name: string,
+        repository: string,
+        options: {
+          defaultBranch?: string;
+          provider?: 'LOCAL' | 'DAYTONA' | 'E2B' | 'PLATINUM';
+          gitCredential?: string;
+        },
+      ) => {
+        const client = await api();
+        const payload = (
+          await client.request(CliCreateProjectDocument, {
+            input: {
+              name,
+              repositoryUrl: repository,
+              defaultBranch: options.defaultBranch,
+              provider: options.provider,
+              gitCredential: options.gitCredential,
+            },
+          })
+        ).createProject;
+        manifestProblems(payload);
+        printProject(unwrap(payload, 'CreateProjectSuccess').project, 'Project');
+      },
+    );
+
+  projects
+    .command('sync')
+    .description("read the project's manifest again and update its templates")
+    .argument('<id>', 'project id')
+    .option('--ref <ref>', 'branch, tag or commit (default: the default branch)')
+    .action(async (id: string, options: { ref?: string }) => {
+      const client = await api();
+      const payload = (
+        await client.request(CliSyncProjectManifestDocument, { input: { projectId: id, ref: options.ref } })
+      ).syncProjectManifest;
+      manifestProblems(payload);
+      printProject(unwrap(payload, 'SyncProjectManifestSuccess').project, 'Synced project');
     });
 
   const sessions = program.command('sessions').description('agent sessions');
@@ -184,7 +272,8 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
   sessions
     .command('create')
     .description('start a session on its own branch')
-    .requiredOption('--project <pid>', 'project id')
+    .argument('[project]', 'project id (or --project)')
+    .option('--project <pid>', 'project id')
     .option(
       '--base-ref <ref>',
       "branch, tag or commit to branch from (default: the project's default branch)",
@@ -192,20 +281,27 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
     .option('--template <slug>', 'template slug')
     .option('--prompt <text>', 'initial prompt')
     .option('--agent <name>', 'agent (default: build)')
+    .option('--wait', 'return once the agent can take a turn (exit 1 if the session fails first)')
     .action(
-      async (options: {
-        project: string;
-        baseRef?: string;
-        template?: string;
-        prompt?: string;
-        agent?: string;
-      }) => {
+      async (
+        projectArg: string | undefined,
+        options: {
+          project?: string;
+          baseRef?: string;
+          template?: string;
+          prompt?: string;
+          agent?: string;
+          wait?: boolean;
+        },
+      ) => {
+        const projectId = projectArg ?? options.project;
+        if (!projectId) throw new CliExit('Give the project id: singulacomp sessions create <project>.');
         const client = await api();
-        const session = unwrap(
+        let session = unwrap(
           (
             await client.request(CliCreateSessionDocument, {
               input: {
-                projectId: options.project,
+                projectId,
                 baseRef: options.baseRef,
                 templateSlug: options.template,
                 prompt: options.prompt,
@@ -215,12 +311,72 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
           ).createSession,
           'CreateSessionSuccess',
         ).session;
+        if (options.wait) {
+          if (!json()) stderr.write(`Session ${session.sessionId} created; waiting for its agent…\n`);
+          session = await waitForAgent(client, session);
+        }
         print(
           session,
-          () => `Session ${session.sessionId} ${session.status} on branch ${session.branchName}\n`,
+          () =>
+            `Session ${session.sessionId} ${session.status}${session.agentReady ? ', agent ready' : ''} on branch ${session.branchName}\n`,
         );
       },
     );
+
+  sessions
+    .command('send')
+    .description('send the agent a message; with --wait, print its answer as it streams')
+    .argument('<id>', 'session id')
+    .argument('<message...>', 'the message (words are joined with spaces)')
+    .option('--wait', 'follow the turn until it ends and print the answer')
+    .action(async (id: string, words: string[], options: { wait?: boolean }) => {
+      const client = await api();
+      const text = words.join(' ');
+      const send = async () => {
+        const session = unwrap(
+          (await client.request(CliSendMessageDocument, { input: { sessionId: id, text } })).sendMessage,
+          'SendMessageSuccess',
+        ).session;
+        if (!options.wait) print(session, () => `Sent to session ${session.sessionId}.\n`);
+      };
+      if (!options.wait) return send();
+      await watchEvents(client, id, {
+        untilTurnEnds: true,
+        write: (chunk) => {
+          if (!json()) stdout.write(chunk);
+        },
+        onFollowing: send,
+      });
+      if (json()) {
+        const messages = await readMessages(client, id);
+        stdout.write(`${JSON.stringify(messages.at(-1) ?? null, null, 2)}\n`);
+      }
+    });
+
+  sessions
+    .command('logs')
+    .description("print the session's conversation: messages, tool calls and their output")
+    .argument('<id>', 'session id')
+    .action(async (id: string) => {
+      const client = await api();
+      const messages = await readMessages(client, id);
+      print(messages, () => formatTranscript(messages));
+    });
+
+  sessions
+    .command('watch')
+    .description("follow the session's agent live: streamed text, tool calls, turn states (Ctrl+C stops)")
+    .argument('<id>', 'session id')
+    .option('--from-start', 'replay the events so far first')
+    .option('--until-idle', 'exit once a turn ends')
+    .action(async (id: string, options: { fromStart?: boolean; untilIdle?: boolean }) => {
+      const client = await api();
+      await watchEvents(client, id, {
+        ...(options.fromStart ? { after: 0 } : {}),
+        untilTurnEnds: Boolean(options.untilIdle),
+        write: (chunk) => stdout.write(chunk),
+      });
+    });
 
   sessions
     .command('stop')
@@ -241,17 +397,17 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
     .command('reload')
     .description("replace the session's agent runtime once the replacement is healthy; shows each phase live")
     .argument('<id>', 'session id')
-    .requiredOption('--project <pid>', 'project the session belongs to')
+    .option('--project <pid>', 'project the session belongs to (checked when given)')
     .option('--no-repo', 'do not refresh the repository (the branch was already reconciled)')
     .option('--force', 'end a running turn')
     .option('--yes', 'do not ask for confirmation')
     .action(
-      async (id: string, options: { project: string; repo: boolean; force?: boolean; yes?: boolean }) => {
+      async (id: string, options: { project?: string; repo: boolean; force?: boolean; yes?: boolean }) => {
         const client = await api();
         const session = (await client.request(CliSessionDocument, { id })).session;
         if (!session) throw new CliExit(`No session ${id}.`);
         // --project takes the raw UUID or the global id, like every id the API accepts.
-        if (![session.project.projectId, session.project.id].includes(options.project)) {
+        if (options.project && ![session.project.projectId, session.project.id].includes(options.project)) {
           throw new CliExit(
             `Session ${id} belongs to project ${session.project.projectId}, not ${options.project}.`,
           );
@@ -278,25 +434,36 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
   changeRequests
     .command('open')
     .description("propose a session's branch for the default branch")
-    .requiredOption('--session <id>', 'session id')
+    .argument('[session]', 'session id (or --session)')
+    .option('--session <id>', 'session id')
     .requiredOption('--title <text>', 'title')
     .option('--description <text>', 'description')
-    .action(async (options: { session: string; title: string; description?: string }) => {
-      const client = await api();
-      const cr = unwrap(
-        (
-          await client.request(CliOpenChangeRequestDocument, {
-            input: { sessionId: options.session, title: options.title, description: options.description },
-          })
-        ).openChangeRequest,
-        'OpenChangeRequestSuccess',
-      ).changeRequest;
-      print(
-        cr,
-        () =>
-          `Change request ${cr.changeRequestId} OPEN: ${cr.headRef} → ${cr.baseRef}, ${cr.filesChanged} files (+${cr.additions} -${cr.deletions})${cr.mergeable ? '' : `, conflicts in ${cr.conflicts.join(', ')}`}\n`,
-      );
-    });
+    .action(
+      async (
+        sessionArg: string | undefined,
+        options: { session?: string; title: string; description?: string },
+      ) => {
+        const session = sessionArg ?? options.session;
+        if (!session)
+          throw new CliExit(
+            'Give the session id: singulacomp change-requests open <session> --title <text>.',
+          );
+        const client = await api();
+        const cr = unwrap(
+          (
+            await client.request(CliOpenChangeRequestDocument, {
+              input: { sessionId: session, title: options.title, description: options.description },
+            })
+          ).openChangeRequest,
+          'OpenChangeRequestSuccess',
+        ).changeRequest;
+        print(
+          cr,
+          () =>
+            `Change request ${cr.changeRequestId} OPEN: ${cr.headRef} → ${cr.baseRef}, ${cr.filesChanged} files (+${cr.additions} -${cr.deletions})${cr.mergeable ? '' : `, conflicts in ${cr.conflicts.join(', ')}`}\n`,
+        );
+      },
+    );
 
   changeRequests
     .command('merge')
@@ -329,7 +496,7 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
     .requiredOption('--name <name>', 'token name (service account name with --service-account)')
     .requiredOption('--scopes <scopes>', 'comma-separated scopes, e.g. projects:read,sessions:write')
     .option('--service-account', 'create a service-account token instead of a personal one')
-    .option('--expires-at <iso>', 'expiry, ISO-8601')
+    .option('--expires-at <iso>', 'expiry, ISO-8601 with an offset (e.g. 2027-01-31T12:00:00Z)')
     .action(
       async (options: { name: string; scopes: string; serviceAccount?: boolean; expiresAt?: string }) => {
         const client = await api();

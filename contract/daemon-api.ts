@@ -7,6 +7,7 @@ export {
   ReportAgentEventsDocument,
   ReportReloadPhaseDocument,
   ReportRuntimeStateDocument,
+  ReportSandboxPortsDocument,
   ReportTelemetryDocument,
 } from './generated/daemon';
 export type {

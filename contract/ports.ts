@@ -65,3 +65,13 @@ export async function freePort(): Promise<number> {
   if (port === null) throw new Error('no free TCP port on 127.0.0.1');
   return port;
 }
+
+/**
+ * The one answer to a preview or share request for a port it cannot reach (R-PRV-5): nothing of the
+ * sandbox serves it, or it is the daemon's, OpenCode's or another port never proxied. The daemon and
+ * the control plane answer these alike (same status, same body), so a refused port cannot be told
+ * from an unused one by scanning.
+ */
+export const UNREACHABLE_PORT_STATUS = 502;
+export const UNREACHABLE_PORT_MESSAGE =
+  'Nothing in this sandbox serves that port. Start the app on a port of its own and open its preview again.';

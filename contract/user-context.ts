@@ -19,16 +19,33 @@ export const USER_CONTEXT_MAX_TTL_SECONDS = 300;
 /** How far in the future a header's `iat` may lie (clock skew between server and sandbox). */
 export const USER_CONTEXT_MAX_SKEW_SECONDS = 30;
 
+/**
+ * What a header lets its request reach in the daemon (R-PRV-5): `control` the daemon's own routes
+ * (`/singulacomp/*`) and nothing else; `opencode` OpenCode's API (the agent proxy, R-CONV-2);
+ * `app` one sandbox port named in the claims (previews and share links), whatever the path, never
+ * the daemon's or OpenCode's port. Preview and share traffic is only ever signed `app`, so no
+ * request of theirs can carry the credential the control routes take.
+ */
+export type UserContextAudience = 'control' | 'opencode' | 'app';
+
+const AUDIENCES: ReadonlySet<string> = new Set<UserContextAudience>(['control', 'opencode', 'app']);
+
 export interface UserContextClaims {
   sid: string;
   sub: string;
   iat: number;
   exp: number;
+  aud: UserContextAudience;
+  /** The sandbox port an `app` header reaches. */
+  port?: number;
 }
 
 export interface SignUserContextInput {
   sessionId: string;
   userId: string;
+  audience: UserContextAudience;
+  /** Required for the `app` audience: the one port the request may reach. */
+  port?: number;
   /** @default 300 */
   ttlSeconds?: number;
   /** Issue time in unix seconds. @default now */
@@ -50,7 +67,16 @@ function signature(payload: string, token: string): Buffer {
 export function signUserContext(input: SignUserContextInput, token: string): string {
   const iat = input.nowSeconds ?? Math.floor(Date.now() / 1000);
   const ttl = Math.min(input.ttlSeconds ?? USER_CONTEXT_MAX_TTL_SECONDS, USER_CONTEXT_MAX_TTL_SECONDS);
-  const claims: UserContextClaims = { sid: input.sessionId, sub: input.userId, iat, exp: iat + ttl };
+  if (input.audience === 'app' && input.port === undefined)
+    throw new Error('an app user context names its port');
+  const claims: UserContextClaims = {
+    sid: input.sessionId,
+    sub: input.userId,
+    iat,
+    exp: iat + ttl,
+    aud: input.audience,
+    ...(input.audience === 'app' ? { port: input.port } : {}),
+  };
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return `v1.${payload}.${signature(payload, token).toString('base64url')}`;
 }
@@ -92,7 +118,10 @@ function checkSigned(
     typeof claims.sid !== 'string' ||
     typeof claims.sub !== 'string' ||
     !Number.isFinite(claims.iat) ||
-    !Number.isFinite(claims.exp)
+    !Number.isFinite(claims.exp) ||
+    typeof claims.aud !== 'string' ||
+    !AUDIENCES.has(claims.aud) ||
+    (claims.aud === 'app' && !(Number.isInteger(claims.port) && claims.port! >= 1 && claims.port! <= 65_535))
   ) {
     return { refused: { ok: false, status: 401, reason: 'malformed user context claims' } };
   }

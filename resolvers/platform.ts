@@ -24,14 +24,32 @@ export interface RawSql {
   ): Promise<T[]>;
   /**
    * As `query`, each row an array of its column values in select order (nothing keyed by name). For
-   * generated texts (resolvers/find-many-sql.ts): on PostgreSQL each distinct text is prepared once
-   * per connection, up to a bound.
+   * generated texts (server/fast-paths/find-many-sql.ts): on PostgreSQL each distinct text is
+   * prepared once per connection, up to a bound, unless SINGULACOMP_FAST_PATHS turns that off.
    */
   queryArrays(sql: string, params?: unknown[]): Promise<unknown[][]>;
   /** Runs fn while holding a database-wide exclusive lock (PostgreSQL advisory lock). */
   withLock<T>(key: bigint, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+export type FilterValue = string | number | boolean;
+
+/** A Prisma findMany by equality filters and an order, as a list service asks for one. */
+export interface FindMany {
+  /** Equality on scalar fields (the tenancy filter and the list's arguments); undefined: no filter, as in Prisma. */
+  where: Record<string, FilterValue | undefined>;
+  orderBy: readonly Record<string, 'asc' | 'desc'>[];
+  /** What Pothos derived from the GraphQL selection: include or select, take, skip, cursor. */
+  query: Record<string, unknown>;
+}
+
+/**
+ * Reads a findMany of `model` as one SQL statement, its rows shaped as Prisma returns them; null
+ * when Prisma must read it. A fast path (server/fast-paths/find-many-sql.ts) that services are
+ * given, or not, through their options.
+ */
+export type FindManySql = (model: string, find: FindMany) => Promise<Record<string, unknown>[]> | null;
 
 export interface Database {
   prisma: PrismaClient;

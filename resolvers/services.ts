@@ -1,6 +1,6 @@
 // The domain services one server process runs, wired together. Schema resolvers reach everything
 // through `ctx.services`; nothing here knows about HTTP or GraphQL transports.
-import type { Database, Db } from './platform';
+import type { Database, Db, FindManySql } from './platform';
 import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
 import type { Keys } from './auth/keys';
@@ -38,6 +38,9 @@ import { type DaemonClient, createDaemonClient } from './daemon/daemon-client';
 import { type AccessService, createAccessService } from './gateway/access';
 import { type ConversationService, createConversationService } from './gateway/conversation';
 import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from './gateway/llm';
+import { type SessionRecord, createSessionRecord } from './sessions/record';
+import { type WorkspaceService, createWorkspaceService } from './sessions/workspace';
+import { type SandboxInfo, createSandboxInfo } from './sessions/sandbox-info';
 
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
@@ -79,10 +82,14 @@ export interface ServicesConfig {
   fileSharePort: number;
   /** How often each process looks for due schedule triggers. */
   triggerTickMs: number;
+  /** Shortest interval between two firings of a schedule trigger (finer schedules are refused). */
+  triggerMinIntervalSeconds: number;
   /** How far a webhook delivery's signed timestamp may be from the server's clock, either way. */
   webhookToleranceSeconds: number;
   /** The API's public base URL, for webhook URLs (null: paths only). */
   publicUrl: string | null;
+  /** The session record (R-REC-1): output cut and retention (0: kept until the session is deleted). */
+  record: { maxOutputChars: number; retentionMs: number };
 }
 
 export interface Services {
@@ -127,6 +134,9 @@ export interface Services {
   daemon: DaemonClient;
   conversation: ConversationService;
   access: AccessService;
+  record: SessionRecord;
+  workspace: WorkspaceService;
+  sandboxInfo: SandboxInfo;
 }
 
 export interface ServicesOptions {
@@ -145,6 +155,10 @@ export interface ServicesOptions {
    * stamps. @default Date.now
    */
   now?: () => number;
+  /** Reads list pages as one statement where it can (server/fast-paths/). @default Prisma only */
+  findManySql?: FindManySql;
+  /** The request a call runs for (x-request-id), so a provisioning job's log lines carry it. */
+  requestScope?: import('./sessions/provisioning').RequestScope;
   /** Metrics hooks. */
   onAdmissionRefused?: () => void;
   onJobFailed?: (queue: string) => void;
@@ -155,9 +169,16 @@ export function createServices(options: ServicesOptions): Services {
   const events = createEvents(options.pubsub, options.logger);
   const tokens = createTokenService({ db, jwtKey: options.keys.sandboxJwt, now: options.now });
   const accounts = createAccountService({ db });
-  const members = createMemberService({ db, tokens, now: options.now });
+  const members = createMemberService({
+    db,
+    tokens,
+    // Bound late: the lifecycle is created below.
+    stopSession: (sessionId) => sessions.stopInternal(sessionId, 'USER'),
+    now: options.now,
+  });
   const projects = createProjectService({
     db,
+    git: options.git,
     encryptionKey: options.keys.encryption,
     defaultProvider: options.config.defaultProvider,
     localRepositories: { allowed: options.config.allowLocalRepositories, dataDir: options.config.dataDir },
@@ -175,6 +196,12 @@ export function createServices(options: ServicesOptions): Services {
     runtimeVersion: options.config.runtimeVersion,
     ...(options.config.runtimeBaseUrl ? { runtimeBaseUrl: options.config.runtimeBaseUrl } : {}),
     runtimeSha256: options.config.runtimeSha256,
+  });
+  const sandboxInfo = createSandboxInfo({
+    db,
+    providers: options.providers,
+    logger: options.logger,
+    now: options.now,
   });
   const installation = createInstallation({ db, configured: options.config.installationId });
   const jobs = createJobQueue({
@@ -196,6 +223,7 @@ export function createServices(options: ServicesOptions): Services {
     onRunning: (id) => sessions.markRunning(id),
     onPhase: (id, phase) => sessions.setPhase(id, phase),
     onFailed: (id, reason) => sessions.fail(id, reason),
+    ...(options.requestScope ? { requestScope: options.requestScope } : {}),
     onProviderEnded: (id) => sessions.stopInternal(id, 'PROVIDER'),
     jobs,
     installationId: () => installation.id(),
@@ -205,6 +233,7 @@ export function createServices(options: ServicesOptions): Services {
   sessions = createSessionLifecycle({
     db,
     sql: options.database.raw,
+    ...(options.findManySql ? { findManySql: options.findManySql } : {}),
     git: options.git,
     events,
     logger: options.logger,
@@ -215,6 +244,8 @@ export function createServices(options: ServicesOptions): Services {
     refCacheMs: options.config.refCacheMs,
     now: options.now,
     provision: (id) => provisioner.start(id),
+    refreshManifest: (project, manifestCommit, commit) =>
+      manifests.refreshIfStale(project, manifestCommit, commit),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that
     // retries with backoff on any process.
     teardown: async (id, reason) => {
@@ -233,6 +264,7 @@ export function createServices(options: ServicesOptions): Services {
     git: options.git,
     projects,
     encryptionKey: options.keys.encryption,
+    logger: options.logger,
   });
   // Sandbox-daemon side (docs/agent-api.md): leases, the idle reaper, telemetry, reloads.
   const leases = createLeaseService({
@@ -289,6 +321,7 @@ export function createServices(options: ServicesOptions): Services {
     housekeeping: async () => {
       await telemetry.pruneExpired();
       await lifetimes.tick();
+      await record.prune();
     },
   });
   const runtimeState = createRuntimeStateService({ db, events, now: options.now });
@@ -304,16 +337,29 @@ export function createServices(options: ServicesOptions): Services {
     now: options.now,
   });
   const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
+  const record = createSessionRecord({
+    db,
+    sql: options.database.raw,
+    logger: options.logger,
+    maxOutputChars: options.config.record.maxOutputChars,
+    retentionMs: options.config.record.retentionMs,
+    apiUrl: options.apiUrl,
+    now: options.now,
+  });
+  const workspace = createWorkspaceService({ db, git: options.git, encryptionKey: options.keys.encryption });
   const conversation = createConversationService({
     db,
     pubsub: options.pubsub,
     daemon,
     logger: options.logger,
     apiUrl: options.apiUrl,
+    record,
+    sql: options.database.raw,
   });
   const access = createAccessService({
     db,
     tokens,
+    daemon,
     // Purpose-bound: a preview signature can never pass for anything else signed with the root key.
     signingKey: createHmac('sha256', options.keys.encryption).update('singulacomp:preview-url').digest(),
     fileSharePort: options.config.fileSharePort,
@@ -342,6 +388,7 @@ export function createServices(options: ServicesOptions): Services {
     logger: options.logger,
     encryptionKey: options.keys.encryption,
     tickMs: options.config.triggerTickMs,
+    minIntervalSeconds: options.config.triggerMinIntervalSeconds,
     webhookToleranceSeconds: options.config.webhookToleranceSeconds,
     now: options.now ? () => new Date(options.now!()) : undefined,
   });
@@ -414,5 +461,8 @@ export function createServices(options: ServicesOptions): Services {
     daemon,
     conversation,
     access,
+    record,
+    workspace,
+    sandboxInfo,
   };
 }

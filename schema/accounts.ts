@@ -2,8 +2,8 @@
 // addMember, removeMember and createInvitation (account admins), acceptInvitation (a new user, with
 // the invitation's token). Rules live in resolvers/accounts/.
 import { sessionLimit } from '../resolvers/accounts/limits';
-import { assertScope } from '../resolvers/auth/authz';
-import type { Principal } from '../resolvers/auth/principal';
+import { type Principal, describePrincipal, onBehalfOf } from '../resolvers/auth/principal';
+import { authorize, reachOf } from '../resolvers/auth/policy';
 import { INVITATION_DEFAULT_HOURS, INVITATION_MAX_HOURS } from '../resolvers/accounts/members';
 import type { Account, Invitation, User } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
@@ -104,10 +104,9 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
   fields: (t) => ({
     kind: t.field({
       type: TokenKindEnum,
-      resolve: (p) =>
-        p.kind === 'USER' ? 'PERSONAL_ACCESS' : p.kind === 'SERVICE_ACCOUNT' ? 'SERVICE_ACCOUNT' : 'SANDBOX',
+      resolve: (p) => describePrincipal(p).tokenKind,
     }),
-    scopes: t.stringList({ resolve: (p) => (p.kind === 'SANDBOX' ? ['sandbox'] : [...p.scopes].sort()) }),
+    scopes: t.stringList({ resolve: (p) => describePrincipal(p).scopes }),
     account: t.prismaField({
       type: 'Account',
       resolve: (query, p, _args, ctx) =>
@@ -117,14 +116,14 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
       type: 'User',
       nullable: true,
       resolve: (query, p, _args, ctx) =>
-        p.kind === 'SERVICE_ACCOUNT' || !p.userId
+        onBehalfOf(p) === null
           ? null
-          : ctx.services.db.user.findUnique({ ...query, where: { id: p.userId } }),
+          : ctx.services.db.user.findUnique({ ...query, where: { id: onBehalfOf(p)! } }),
     }),
     sessionId: t.string({
       nullable: true,
       description: 'For a sandbox token: the session it is bound to.',
-      resolve: (p) => (p.kind === 'SANDBOX' ? p.sessionId : null),
+      resolve: (p) => describePrincipal(p).sessionId,
     }),
     projects: t.prismaConnection(
       {
@@ -134,10 +133,12 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
         maxSize: 100,
         description: "The account's projects, newest first (a sandbox token sees its own project).",
         resolve: (query, p, _args, ctx) => {
-          if (p.kind !== 'SANDBOX') assertScope(p, 'projects:read');
+          // A sandbox token sees its own project; others need projects:read.
+          const reach = reachOf(p);
+          if (reach.kind === 'account') authorize(p, 'api.scope', { scope: 'projects:read' });
           return ctx.services.db.project.findMany({
             ...query,
-            where: { accountId: p.accountId, ...(p.kind === 'SANDBOX' ? { id: p.projectId } : {}) },
+            where: { accountId: p.accountId, ...(reach.kind === 'session' ? { id: reach.projectId } : {}) },
             orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
           });
         },

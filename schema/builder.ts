@@ -5,11 +5,13 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin, { decodeGlobalID, encodeGlobalID } from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
+import { DateTimeResolver } from 'graphql-scalars';
 import type PrismaTypes from '../prisma/generated/pothos-types';
 import { getDatamodel } from '../prisma/generated/pothos-types';
 import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
 import { isUuid } from '../resolvers/ids';
 import type { Principal, Scope } from '../resolvers/auth/principal';
+import { can } from '../resolvers/auth/policy';
 import type { Services } from '../resolvers/services';
 import ReadAuthPlugin from './read-auth';
 
@@ -88,11 +90,11 @@ export const builder = new SchemaBuilder<{
   scopeAuth: {
     authorizeOnSubscribe: true,
     authScopes: (ctx) => ({
-      authenticated: ctx.principal !== null,
-      human: ctx.principal !== null && ctx.principal.kind !== 'SANDBOX',
-      sandbox: ctx.principal?.kind === 'SANDBOX',
-      scope: (scope) =>
-        ctx.principal !== null && ctx.principal.kind !== 'SANDBOX' && ctx.principal.scopes.has(scope),
+      // Every scope asks the policy (resolvers/auth/policy.ts); `scope` is parameterised.
+      authenticated: can(ctx.principal, 'api.call'),
+      human: can(ctx.principal, 'api.human'),
+      sandbox: can(ctx.principal, 'daemon.report'),
+      scope: (scope) => can(ctx.principal, 'api.scope', { scope }),
     }),
     unauthorizedError: (_parent, ctx, _info, result) =>
       refusal(ctx, result.message === 'Unauthorized' ? undefined : result.message),
@@ -146,11 +148,15 @@ export const builder = new SchemaBuilder<{
   },
 });
 
+// Input goes through graphql-scalars' RFC 3339 date-time: the offset is required, so
+// "2026-01-31T12:00:00" is refused rather than read in the server's local time zone. Output stays
+// `toISOString()` (UTC, milliseconds) for Dates and for the timestamps raw SQL hands back as strings.
 builder.addScalarType(
   'DateTime',
   new GraphQLScalarType<Date, string>({
     name: 'DateTime',
-    description: 'An ISO-8601 instant in UTC, e.g. 2026-01-31T12:00:00.000Z.',
+    description:
+      'An RFC 3339 instant, e.g. 2026-01-31T12:00:00Z. Input must carry its offset (Z or ±hh:mm); output is UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z.',
     serialize: (value) => {
       const date = value instanceof Date ? value : new Date(String(value));
       if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date.');
@@ -158,7 +164,7 @@ builder.addScalarType(
     },
     parseValue: (value) => parseDate(value),
     parseLiteral: (ast) => {
-      if (ast.kind !== Kind.STRING) throw new GraphQLError('DateTime must be an ISO-8601 string.');
+      if (ast.kind !== Kind.STRING) throw badUserInput('DateTime must be an RFC 3339 (ISO-8601) string.');
       return parseDate(ast.value);
     },
   }),
@@ -166,10 +172,17 @@ builder.addScalarType(
 
 function parseDate(value: unknown): Date {
   if (typeof value !== 'string' || value.length > 40)
-    throw new GraphQLError('DateTime must be an ISO-8601 string.');
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(value)) {
-    throw new GraphQLError(`DateTime cannot represent "${value}": use ISO-8601, e.g. 2026-01-31T12:00:00Z.`);
+    throw badUserInput('DateTime must be an RFC 3339 (ISO-8601) string.');
+  let date: unknown;
+  try {
+    date = DateTimeResolver.parseValue(value);
+  } catch {
+    date = null;
+  }
+  if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
+    throw badUserInput(
+      `DateTime cannot represent "${value}": use ISO-8601 with an offset, e.g. 2026-01-31T12:00:00Z.`,
+    );
   }
   return date;
 }

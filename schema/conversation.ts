@@ -9,6 +9,7 @@ import {
 } from '../resolvers/gateway/conversation';
 import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput } from '../resolvers/errors';
+import type { Principal } from '../resolvers/auth/principal';
 import type { AgentEventPayload, Envelope } from '../resolvers/events/channels';
 import { builder } from './builder';
 import { COMMON_ERRORS, ErrorInterface } from './errors';
@@ -41,7 +42,15 @@ const MessagePart = builder.objectRef<MessagePartView>('MessagePart').implement(
       description: 'pending, running, completed or error.',
     }),
     toolInput: t.exposeString('toolInput', { nullable: true, description: 'The tool input as JSON.' }),
-    toolOutput: t.exposeString('toolOutput', { nullable: true }),
+    toolOutput: t.exposeString('toolOutput', {
+      nullable: true,
+      description:
+        'Cut at 64 KiB in events and at the record limit (SINGULACOMP_RECORD_MAX_OUTPUT_BYTES) in the record, ending with a line "[… N characters cut]" (outputTruncated).',
+    }),
+    outputTruncated: t.boolean({
+      description: 'toolOutput or text was cut; the marker line says how much.',
+      resolve: (p) => p.outputTruncated ?? false,
+    }),
     toolError: t.exposeString('toolError', { nullable: true }),
     title: t.exposeString('title', { nullable: true }),
     url: t.exposeString('url', {
@@ -50,6 +59,31 @@ const MessagePart = builder.objectRef<MessagePartView>('MessagePart').implement(
     }),
     mime: t.exposeString('mime', { nullable: true }),
     filename: t.exposeString('filename', { nullable: true }),
+    startedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'Tool calls: when the tool started running; text and reasoning: when the part began.',
+      resolve: (p) => (p.startedAt == null ? null : new Date(p.startedAt)),
+    }),
+    endedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (p) => (p.endedAt == null ? null : new Date(p.endedAt)),
+    }),
+    durationMs: t.int({
+      nullable: true,
+      resolve: (p) => (p.startedAt != null && p.endedAt != null ? p.endedAt - p.startedAt : null),
+    }),
+    files: t.stringList({
+      nullable: true,
+      description: 'patch parts: the files the step changed (see Session.changes for the diff).',
+      resolve: (p) => p.files ?? null,
+    }),
+    patchHash: t.string({
+      nullable: true,
+      description: 'patch parts: the snapshot hash OpenCode took before the step.',
+      resolve: (p) => p.patchHash ?? null,
+    }),
   }),
 });
 
@@ -59,6 +93,11 @@ const AgentMessage = builder.objectRef<MessageView>('AgentMessage').implement({
     role: t.exposeString('role', { description: 'user or assistant.' }),
     text: t.exposeString('text', { description: 'The text parts joined.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', nullable: true }),
+    completedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (m) => m.completedAt ?? null,
+    }),
     error: t.exposeString('error', { nullable: true }),
     parts: t.field({ type: [MessagePart], resolve: (m) => m.parts }),
   }),
@@ -68,7 +107,8 @@ builder.prismaObjectField('Session', 'messages', (t) =>
   t.connection(
     {
       type: AgentMessage,
-      description: "The agent's transcript, oldest first (empty once the session stopped).",
+      description:
+        "The session's record, oldest first: every message and part the agent streamed, kept by the control plane (also after the session stopped, failed or was reaped).",
       resolve: async (session, args, ctx) => {
         const first = Math.min(args.first ?? 20, 100);
         if (first < 0) throw badUserInput('first must be 0 or more.', ['first']);
@@ -156,6 +196,16 @@ builder.mutationField('reportAgentEvents', (t) =>
   }),
 );
 
+/** `first`, then everything `rest` yields; ending early ends `rest` too. */
+async function* prepend<T>(first: readonly T[], rest: AsyncIterableIterator<T>): AsyncGenerator<T> {
+  try {
+    for (const item of first) yield item;
+    yield* rest;
+  } finally {
+    await rest.return?.();
+  }
+}
+
 // --- sessionEvents --------------------------------------------------------------------------------
 
 const AgentEventKindEnum = builder.enumType('AgentEventKind', {
@@ -193,7 +243,11 @@ builder.subscriptionField('sessionEvents', (t) =>
     authScopes: { authenticated: true },
     args: {
       sessionId: t.arg.id(),
-      after: t.arg.int({ required: false, description: 'Replay the events with a greater seq first.' }),
+      after: t.arg.int({
+        required: false,
+        description:
+          "Replay the events with a greater seq first. When the event log no longer keeps them (it keeps an hour), the session's record is replayed instead: each message, then each part with its whole state, all carrying the stream's current seq.",
+      }),
     },
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.sessionId, 'Session', 'sessionId');
@@ -201,9 +255,23 @@ builder.subscriptionField('sessionEvents', (t) =>
       const session = await ctx.services.db.session.findUnique({ where: { id } });
       if (!session) throw badUserInput('No session with that id.', ['sessionId']);
       assertCanReadSession(ctx.principal!, session);
-      return follow(ctx, 'sessionEvents', id, after, (principal, payload) =>
-        assertCanReadSession(principal, { id: payload.sessionId, accountId: payload.accountId }),
+      const check = (principal: Principal, payload: { sessionId: string; accountId: string }) =>
+        assertCanReadSession(principal, { id: payload.sessionId, accountId: payload.accountId });
+      // A resume the event log no longer keeps starts from the record instead of failing.
+      const fromRecord =
+        after === null
+          ? null
+          : await ctx.services.conversation.replayFromRecord(ctx.principal!, session, after);
+      if (!fromRecord) return follow(ctx, 'sessionEvents', id, after, check);
+      const envelopes = fromRecord.events.map(
+        (event): Envelope<'sessionEvents'> => ({
+          topic: 'sessionEvents',
+          key: id,
+          seq: fromRecord.seq,
+          payload: { sessionId: id, accountId: session.accountId, event },
+        }),
       );
+      return prepend(envelopes, follow(ctx, 'sessionEvents', id, fromRecord.seq, check));
     },
     resolve: (event: Envelope<'sessionEvents'>) => ({ ...event.payload.event, seq: event.seq }),
   }),

@@ -24,13 +24,17 @@ builder.prismaObjectField('Session', 'llmUsage', (t) =>
   }),
 );
 
-// --- previews and share links (R-PRV-1, R-PRV-2, R-PRV-3) ----------------------------------------
+// --- previews and share links (R-PRV-1..5) --------------------------------------------------------
 
 const PreviewFormEnum = builder.enumType('PreviewForm', {
   values: {
-    PATH: { description: '/v1/p/<sandbox-id>/<port>/ on the API host; supports WebSocket upgrades.' },
+    PATH: {
+      description: 'The same URL as SUBDOMAIN: previews are served only from the preview site.',
+      deprecationReason: 'Path previews on the API origin are gone; every preview has its own origin.',
+    },
     SUBDOMAIN: {
-      description: 'p<port>-<sandbox-id>.<api-host>; for apps needing root-relative paths. HTTP only.',
+      description:
+        'p<port>-<sandbox-id>.<preview domain> (SINGULACOMP_PREVIEW_DOMAIN, default *.localhost): an origin of its own; HTTP and WebSocket.',
     },
   } as const,
 });
@@ -48,11 +52,11 @@ builder.prismaObjectField('Sandbox', 'previewUrl', (t) =>
     type: PreviewUrl,
     args: {
       port: t.arg.int(),
-      form: t.arg({ type: PreviewFormEnum, required: false, description: 'Default: PATH.' }),
+      form: t.arg({ type: PreviewFormEnum, required: false, description: 'Default: SUBDOMAIN.' }),
     },
     select: { id: true, sessionId: true, accountId: true },
     resolve: (sandbox, args, ctx) =>
-      ctx.services.access.previewUrl(ctx.principal!, sandbox, args.port, args.form ?? 'PATH'),
+      ctx.services.access.previewUrl(ctx.principal!, sandbox, args.port, args.form ?? 'SUBDOMAIN'),
   }),
 );
 

@@ -14,5 +14,6 @@ import './gateway';
 import './conversation';
 import './change-requests';
 import './triggers';
+import './record';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -1,9 +1,14 @@
 // Project, ProjectSecret, Template, Snapshot; project query; project mutations.
-import { ManifestInvalidError, ReservedSecretNameError } from '../resolvers/errors';
+import {
+  ManifestInvalidError,
+  RepositoryUnreachableError,
+  ReservedSecretNameError,
+} from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import { assertCanReadProject } from '../resolvers/auth/authz';
 import { nodeAccessOf } from '../resolvers/auth/node-access';
 import { badUserInput } from '../resolvers/errors';
+import { encodeGlobalID } from '@pothos/plugin-relay';
 import type { Project } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
 import { ProviderEnum, SnapshotStatusEnum } from './enums';
@@ -134,11 +139,72 @@ const CreateProjectSuccess = successType('CreateProjectSuccess', 'project', Proj
 builder.mutationField('createProject', (t) =>
   t.field({
     type: CreateProjectSuccess,
+    description:
+      "Creates a project and reads its manifest at once: the templates are there on success; an invalid manifest is a ManifestInvalidError listing every problem, and an unreadable repository a RepositoryUnreachableError (nothing is created). Without defaultBranch: `main`, else the branch the repository's HEAD names.",
     authScopes: { human: true },
-    errors: { types: COMMON_ERRORS },
+    errors: { types: [...COMMON_ERRORS, ManifestInvalidError, RepositoryUnreachableError] },
     args: { input: t.arg({ type: CreateProjectInput }) },
     resolve: async (_root, { input }, ctx) => ({
       project: await ctx.services.projects.create(ctx.principal!, input),
+    }),
+  }),
+);
+
+const UpdateProjectInput = builder.inputType('UpdateProjectInput', {
+  fields: (t) => ({
+    projectId: t.id(),
+    name: t.string({ required: false }),
+    repositoryUrl: t.string({ required: false, description: 'Any git URL or an absolute local path.' }),
+    defaultBranch: t.string({ required: false }),
+    gitCredential: t.string({ required: false, description: 'Replaces the stored upstream token.' }),
+    clearGitCredential: t.boolean({ required: false, description: 'Removes the stored upstream token.' }),
+    provider: t.field({ type: ProviderEnum, required: false }),
+  }),
+});
+
+const UpdateProjectSuccess = successType('UpdateProjectSuccess', 'project', ProjectRef);
+
+builder.mutationField('updateProject', (t) =>
+  t.field({
+    type: UpdateProjectSuccess,
+    description:
+      'Changes the fields given (others stay). A new repository, default branch or credential is read at once, as on create: the templates follow its manifest.',
+    authScopes: { human: true },
+    errors: { types: [...COMMON_ERRORS, ManifestInvalidError, RepositoryUnreachableError] },
+    args: { input: t.arg({ type: UpdateProjectInput }) },
+    resolve: async (_root, { input }, ctx) => ({
+      project: await ctx.services.projects.update(ctx.principal!, {
+        ...input,
+        projectId: String(input.projectId),
+      }),
+    }),
+  }),
+);
+
+const DeleteProjectInput = builder.inputType('DeleteProjectInput', {
+  fields: (t) => ({ projectId: t.id() }),
+});
+
+const DeleteProjectSuccess = builder.objectRef<{ projectId: string }>('DeleteProjectSuccess').implement({
+  fields: (t) => ({
+    projectId: t.id({
+      description: 'The deleted project’s node id.',
+      resolve: (p) => encodeGlobalID('Project', p.projectId),
+    }),
+  }),
+});
+
+builder.mutationField('deleteProject', (t) =>
+  t.field({
+    type: DeleteProjectSuccess,
+    description:
+      'Deletes a project with its templates, secrets, triggers, change requests and ended sessions; a ConflictError while a session of it is live. The upstream repository is untouched.',
+    authScopes: { human: true },
+    errors: { types: COMMON_ERRORS },
+    args: { input: t.arg({ type: DeleteProjectInput }) },
+    resolve: async (_root, { input }, ctx) => ({
+      projectId: (await ctx.services.projects.remove(ctx.principal!, { projectId: String(input.projectId) }))
+        .id,
     }),
   }),
 );

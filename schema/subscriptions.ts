@@ -7,6 +7,7 @@ import { assertCanReadSession } from '../resolvers/auth/authz';
 import { badUserInput, forbidden } from '../resolvers/errors';
 import { tryParseId } from '../resolvers/ids';
 import type { Principal } from '../resolvers/auth/principal';
+import { can } from '../resolvers/auth/policy';
 import type { Channels, Envelope, StreamObserver, StreamTopic } from '../resolvers/events/channels';
 import type { SessionSnapshot } from '../resolvers/sessions/readiness';
 import { type ConnectionHandle, type Context, builder } from './builder';
@@ -140,7 +141,7 @@ builder.subscriptionField('accountSessions', (t) =>
     args: { after: t.arg.int({ required: false, description: AFTER_DESCRIPTION }) },
     subscribe: async (_root, args, ctx) => {
       const principal = ctx.principal;
-      if (!principal || principal.kind === 'SANDBOX')
+      if (!principal || !can(principal, 'account.watch'))
         throw forbidden('A sandbox token cannot watch the account.');
       return follow(ctx, 'accountSessions', principal.accountId, parseAfter(args.after), sessionCheck);
     },

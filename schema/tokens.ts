@@ -4,9 +4,9 @@ import type { Token } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
 import { TokenKindEnum } from './enums';
 import { COMMON_ERRORS } from './errors';
-import { forbidden } from '../resolvers/errors';
 import { parseId } from '../resolvers/ids';
 import { assertCanReadToken, assertScope } from '../resolvers/auth/authz';
+import { authorize } from '../resolvers/auth/policy';
 import { ConflictError, type DomainError, NotFoundError, ValidationError } from '../resolvers/errors';
 
 const TokenRef = builder.prismaNode('Token', {
@@ -88,8 +88,7 @@ builder.mutationField('createServiceAccountToken', (t) =>
       asPayload(() => {
         const p = ctx.principal!;
         assertScope(p, 'tokens:write');
-        if (p.kind === 'USER' && !p.isAdmin)
-          throw forbidden('Only account admins create service-account tokens.');
+        authorize(p, 'token.mint');
         return ctx.services.tokens.createServiceAccountToken(p, input);
       }),
   }),

@@ -28,6 +28,16 @@ export const TriggerRef = builder.prismaNode('Trigger', {
     agent: t.exposeString('agent', { nullable: true }),
     paused: t.exposeBoolean('paused'),
     nextFireAt: t.expose('nextFireAt', { type: 'DateTime', nullable: true }),
+    refusedDeliveries: t.exposeInt('refusedDeliveries', {
+      description:
+        'Webhook deliveries refused so far (bad or missing signature or timestamp, outside the window, replayed, paused). Refusals are counted here, not recorded as runs.',
+    }),
+    lastRefusedAt: t.expose('lastRefusedAt', { type: 'DateTime', nullable: true }),
+    lastRefusedCode: t.exposeString('lastRefusedCode', {
+      nullable: true,
+      description:
+        'Why the latest delivery was refused: TIMESTAMP_MISSING, SIGNATURE_INVALID, TIMESTAMP_OUTSIDE_WINDOW, REPLAYED or TRIGGER_PAUSED.',
+    }),
     webhookUrl: t.string({
       nullable: true,
       description:

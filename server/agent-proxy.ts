@@ -13,8 +13,24 @@ import type { Logger } from './logger';
 const AGENT = /^\/v1\/sessions\/([^/]+)\/agent(\/.*)?$/;
 const ATTACHMENT = /^\/v1\/sessions\/([^/]+)\/attachments\/([^/]+)\/([^/]+)$/;
 
+/**
+ * A browser cannot set Authorization on a WebSocket, so a WebSocket may carry its token as a
+ * subprotocol instead (as Kubernetes' API server does): `Sec-WebSocket-Protocol: singulacomp.v1,
+ * singulacomp.bearer.<token>`. The token never reaches the sandbox; the answer names
+ * `singulacomp.v1`. A PAT is all token characters, so it is a valid protocol name.
+ */
+export const WS_PROTOCOL = 'singulacomp.v1';
+export const WS_BEARER_PREFIX = 'singulacomp.bearer.';
+
 function authorizationOf(req: IncomingMessage): string | undefined {
   return req.headers.authorization;
+}
+
+function bearerProtocol(req: IncomingMessage): string | undefined {
+  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  if (!offered.includes(WS_PROTOCOL)) return undefined;
+  const token = offered.find((p) => p.startsWith(WS_BEARER_PREFIX))?.slice(WS_BEARER_PREFIX.length);
+  return token ? `Bearer ${token}` : undefined;
 }
 
 export function createAgentProxy(options: {
@@ -87,8 +103,16 @@ export function createAgentProxy(options: {
       const m = AGENT.exec(path);
       if (!m) return refuseUpgrade(socket, 404, 'No WebSocket route here.');
       try {
-        const grant = await access.agent(authorizationOf(req), m[1]!);
-        proxy.ws(req, socket, head, grant, `${m[2] ?? '/'}${query ? `?${query}` : ''}`);
+        const viaProtocol = authorizationOf(req) ? undefined : bearerProtocol(req);
+        const grant = await access.agent(authorizationOf(req) ?? viaProtocol, m[1]!);
+        proxy.ws(
+          req,
+          socket,
+          head,
+          grant,
+          `${m[2] ?? '/'}${query ? `?${query}` : ''}`,
+          viaProtocol ? { answerProtocol: WS_PROTOCOL } : {},
+        );
       } catch (error) {
         if (error instanceof AccessError) return refuseUpgrade(socket, error.status, error.message);
         log.error({ err: error, path }, 'agent proxy upgrade failure');

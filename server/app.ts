@@ -1,7 +1,7 @@
 // buildApp() → { start, stop }: one server process. HTTP and graphql-ws share a port and /graphql.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { join } from 'node:path';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
@@ -15,6 +15,7 @@ import { createCloudProviders, mergeProviders } from '../resolvers/providers/ind
 import { type LocalProviderOptions, createLocalProvider } from '../resolvers/providers/local';
 import { createLocalIdentityStore } from '../resolvers/providers/local-identity';
 import { bwrapAvailable } from '../resolvers/providers/local-isolation';
+import { DEFAULT_LOCAL_UID_CLAIMS, createUidAllocator } from '../resolvers/providers/local-uids';
 import { type ProviderRegistry, createProviderRegistry } from '../resolvers/providers/registry';
 import type { SandboxProvider } from '../resolvers/providers/types';
 import { type Services, createServices } from '../resolvers/services';
@@ -22,13 +23,20 @@ import type { Context } from '../schema/builder';
 import { schema } from '../schema/index';
 import { DECLARED_BODY_LIMIT_BYTES, STREAMED_BODY_LIMIT_BYTES, useRequestBodyLimit } from './body-limit';
 import { createBootstrapAdmin } from './bootstrap-admin';
-import { createQueryCompiler, useCompiledExecution } from './compiled-execution';
-import { createGraphqlFastPath } from './graphql-fast-path';
+import { createQueryCompiler, useCompiledExecution } from './fast-paths/compiled-execution';
+import { findManySql } from './fast-paths/find-many-sql';
+import { createGraphqlFastPath } from './fast-paths/graphql-fast-path';
 import { httpContext, wsContext } from './context';
 import { useIntrospectionGate, useWebSocketOnlySubscriptions } from './graphql-guards';
 import { answerHealth } from './health';
 import { graphiqlOptions, renderGraphiql, serveGraphiqlAsset } from './graphiql';
-import { UNEXPECTED_ERROR_MESSAGE, createErrorMasker, requestIdFrom, withRequestId } from './faults';
+import {
+  UNEXPECTED_ERROR_MESSAGE,
+  createErrorMasker,
+  currentRequestId,
+  requestIdFrom,
+  withRequestId,
+} from './faults';
 import { serveDashboard } from './dashboard';
 import { createMetrics } from './metrics';
 import { type Database, openDatabase } from './db';
@@ -44,6 +52,7 @@ import { type RealtimeOptions, createRealtimeServer } from './realtime';
 import { createEventLog } from '../resolvers/events/event-log';
 import type { Socket } from 'node:net';
 import { createAgentProxy } from './agent-proxy';
+import { createRecordDownload } from './record-download';
 import { createDaemonProxy } from './daemon-proxy';
 import { createLlmGateway } from './llm-gateway';
 import { createPreviewProxy } from './preview-proxy';
@@ -65,9 +74,13 @@ export interface AppOptions {
   /** Print the bootstrap token to stdout. @default true outside NODE_ENV=test */
   printBootstrapToken?: boolean;
   /**
-   * Milliseconds since the epoch for the times the server stamps and compares (token expiry, leases,
-   * the reaper, session and sandbox times; not Prisma's `updatedAt` or a provider's end time, see
-   * resolvers/services.ts); tests move it. @default Date.now
+   * Milliseconds since the epoch for the services that stamp times and compare them with their own
+   * stamps (resolvers/services.ts): token expiry, use and revocation, leases and the reaper, session
+   * lifecycle and provisioning, runtime state, telemetry, reloads, invitations, share-link and
+   * preview-token expiry; tests move it. Still on real time: recovery and the lifetime guard (they
+   * compare Prisma's `updatedAt` and a provider's end time), a subscription's end at its token's
+   * expiry (server/realtime.ts), `ShareLink.active` and the invitation list in schema/, change-request
+   * merge and close times, manifest sync and snapshot build times. @default Date.now
    */
   now?: () => number;
 }
@@ -94,14 +107,37 @@ function defaultEntryCommand(): string {
 /**
  * Writes `<binDir>/singulacomp`, the CLI as LOCAL sandboxes run it (the image installs the same
  * CLI in /usr/local/bin): the workspace's git credential helper and the agent call it by name.
- * cli/bin.mjs runs the bundled CLI (dist/singulacomp.mjs) on plain node, rebuilt when a source is newer.
+ * It runs the bundled CLI (dist/singulacomp.mjs) on plain node: an isolated sandbox sees that
+ * bundle and not the sources, so the bundle is rebuilt here first when a source is newer (as
+ * cli/bin.mjs does for the CLI npm installs).
  */
-async function installCliShim(binDir: string): Promise<void> {
-  const bin = new URL('../cli/bin.mjs', import.meta.url).pathname;
+async function installCliShim(binDir: string, log: Logger): Promise<void> {
+  const bundle = new URL('../dist/singulacomp.mjs', import.meta.url).pathname;
+  if (!cliBundleFresh()) {
+    try {
+      await (await import(new URL('../scripts/build-cli.mjs', import.meta.url).href)).buildCli();
+    } catch (error) {
+      log.warn({ err: (error as Error).message }, 'could not rebuild the CLI bundle for LOCAL sandboxes');
+    }
+  }
   await mkdir(binDir, { recursive: true });
-  await writeFile(join(binDir, 'singulacomp'), `#!/bin/sh\nexec '${process.execPath}' '${bin}' "$@"\n`, {
+  await writeFile(join(binDir, 'singulacomp'), `#!/bin/sh\nexec '${process.execPath}' '${bundle}' "$@"\n`, {
     mode: 0o755,
   });
+}
+
+/** True when dist/singulacomp.mjs is newer than every source it was built from (cli/bin.mjs's test). */
+function cliBundleFresh(): boolean {
+  try {
+    const root = new URL('..', import.meta.url);
+    const builtAt = statSync(new URL('dist/singulacomp.mjs', root)).mtimeMs;
+    const inputs = JSON.parse(
+      readFileSync(new URL('dist/singulacomp.inputs.json', root), 'utf8'),
+    ) as string[];
+    return inputs.every((path) => statSync(new URL(path, root)).mtimeMs <= builtAt);
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -113,7 +149,13 @@ function localIsolation(env: ServerEnv, log: Logger): LocalProviderOptions['isol
     log.warn('SINGULACOMP_LOCAL_ISOLATION=none: LOCAL sandboxes run unisolated, as this server user');
     return { mode: 'none' };
   }
-  if (bwrapAvailable()) return { mode: 'bwrap', dataDir: env.dataDir };
+  if (bwrapAvailable()) {
+    return {
+      mode: 'bwrap',
+      dataDir: env.dataDir,
+      uids: createUidAllocator({ range: env.localUids, claimsDir: DEFAULT_LOCAL_UID_CLAIMS }),
+    };
+  }
   const why =
     'bubblewrap (bwrap) is missing or cannot create namespaces here, so LOCAL sandboxes would run ' +
     'unisolated and could read this server’s data dir and reach its database';
@@ -158,6 +200,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     dataDir: env.dataDir,
     poolSize: env.database.poolSize,
     connectTimeoutMs: env.database.connectTimeoutMs,
+    namedStatements: env.fastPaths.statementNames,
   });
   log.info({ engine, ms: elapsedMs() }, 'database ready');
   const migrated = await migrate(database.raw);
@@ -181,9 +224,13 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   const transport = options.pubsub ? 'provided' : env.redisUrl ? 'redis' : 'in-process';
   if (await whenHealthy(pubsub, 3_000)) log.info({ transport, ms: elapsedMs() }, 'pub/sub ready');
   else log.warn({ transport }, 'pub/sub not reachable yet; retrying in the background');
+  if (env.nodeEnv === 'production' && !env.previewDomain) {
+    // Safe (every *.localhost name is a site of its own) but reachable only from this machine.
+    log.warn('SINGULACOMP_PREVIEW_DOMAIN is not set: previews and share links open on *.localhost only');
+  }
   const git = createGitService({ cacheDir: join(env.dataDir, 'git-cache'), now: options.now });
   const binDir = join(env.dataDir, 'bin');
-  await installCliShim(binDir);
+  await installCliShim(binDir, log);
   const local = createLocalProvider({
     rootDir: join(env.dataDir, 'sandboxes'),
     entryCommand: env.localEntry ?? defaultEntryCommand(),
@@ -193,6 +240,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     isolation: localIsolation(env, log),
     apiPort: () => (url ? Number(new URL(url).port) : null),
     egressPorts: env.localEgressPorts,
+    controlPlaneTimeoutMs: env.leaseTtlMs,
     identity: createLocalIdentityStore(database.prisma),
     onEntryExit: (id, exit) => services.reconciler.sandboxExited(id, exit),
   });
@@ -230,6 +278,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     git,
     providers,
     apiUrl: () => env.publicUrl ?? url,
+    ...(env.fastPaths.findManySql ? { findManySql: findManySql(database.raw) } : {}),
+    requestScope: { current: currentRequestId, run: withRequestId },
     onAdmissionRefused: () => metrics.admissionRefusals.inc(),
     onJobFailed: (queue) => metrics.jobFailures.inc({ queue }),
   });
@@ -240,15 +290,19 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     retryAfterSeconds: env.unavailableRetryAfterSeconds,
     onFault: (kind) => metrics.faults.inc({ kind }),
   });
-  const compiler = createQueryCompiler(logger, schema);
-  const fastPath = createGraphqlFastPath({
-    services,
-    compiler,
-    maskError,
-    errorMessage: UNEXPECTED_ERROR_MESSAGE,
-    startOperation: metrics.startOperation,
-    onOutcome: (outcome) => metrics.graphqlFastPath.inc({ outcome }),
-  });
+  // The fast paths (server/fast-paths/README.md); with SINGULACOMP_FAST_PATHS=off, yoga alone.
+  const compiler = env.fastPaths.jit ? createQueryCompiler(logger, schema) : null;
+  const fastPath =
+    compiler && env.fastPaths.http
+      ? createGraphqlFastPath({
+          services,
+          compiler,
+          maskError,
+          errorMessage: UNEXPECTED_ERROR_MESSAGE,
+          startOperation: metrics.startOperation,
+          onOutcome: (outcome) => metrics.graphqlFastPath.inc({ outcome }),
+        })
+      : null;
   const yoga = createYoga<{ req?: IncomingMessage; principal?: Principal }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -283,8 +337,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       }),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
       metrics.plugin(),
-      useCompiledExecution(compiler),
-      fastPath.plugin(),
+      ...(compiler ? [useCompiledExecution(compiler)] : []),
+      ...(fastPath ? [fastPath.plugin()] : []),
       useRequestBodyLimit(STREAMED_BODY_LIMIT_BYTES),
     ],
   });
@@ -297,17 +351,22 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     proxy: daemonProxy,
     logger,
   });
+  const recordDownload = createRecordDownload({ services, logger });
   const previewProxy = createPreviewProxy({ access: services.access, proxy: daemonProxy, logger });
   const gitProxy = createGitProxy({ access: services.gitAccess, git, logger });
 
   let inFlight = 0;
   let draining = false;
   const drained = new Set<() => void>();
+  /** Responses not yet finished: when the drain begins, each closes its connection after it. */
+  const open = new Set<ServerResponse>();
   /** Counts a request for the drain and records its duration under a coarse route label. */
   const track = (res: ServerResponse, route: string): void => {
     inFlight++;
+    open.add(res);
     const started = process.hrtime.bigint();
     res.once('close', () => {
+      open.delete(res);
       metrics.httpDuration.observe(
         { route, status: String(res.statusCode) },
         Number(process.hrtime.bigint() - started) / 1e9,
@@ -315,7 +374,6 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       inFlight--;
       if (inFlight === 0) for (const fn of drained) fn();
     });
-    if (draining) res.setHeader('connection', 'close');
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -342,6 +400,22 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await answerHealth(path, res, { database, pubsub, draining: () => draining });
       return;
     }
+    // A request that reaches a draining process (over a kept-alive connection: the listener is
+    // closed) was not started: 503 with Retry-After says so, and a proxy may try another replica.
+    if (draining && path !== '/metrics') {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+      res.end(
+        JSON.stringify({
+          errors: [
+            {
+              message: 'The server is shutting down; retry.',
+              extensions: { code: 'UNAVAILABLE', requestId },
+            },
+          ],
+        }),
+      );
+      return;
+    }
     if (path === '/metrics') {
       const body = await metrics.registry.metrics();
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
@@ -358,6 +432,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (llmGateway.matches(path)) {
       track(res, 'llm');
       await llmGateway.handle(req, res);
+      return;
+    }
+    if (recordDownload.matches(path)) {
+      track(res, 'record');
+      await withRequestId(requestId, () => recordDownload.handle(req, res, path));
       return;
     }
     if (agentProxy.matches(path)) {
@@ -383,7 +462,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (await serveDashboard(req, res, path)) return;
     track(res, path === '/graphql' ? 'graphql' : 'other');
     try {
-      if (fastPath.accepts(req, path)) {
+      if (fastPath?.accepts(req, path)) {
         await withRequestId(requestId, () => fastPath.handle(req, res, yoga));
         return;
       }
@@ -418,6 +497,12 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     if (previewProxy.matches(req, path)) return void previewProxy.upgrade(req, socket, head);
     if (agentProxy.matches(path)) return void agentProxy.upgrade(req, socket, head);
     if (path === '/graphql') {
+      if (draining) {
+        socket.end(
+          'HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n',
+        );
+        return;
+      }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
       return;
     }
@@ -442,7 +527,8 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     metrics.pubsubLag.observe({ topic }, lagSeconds),
   );
 
-  let printGraphiqlLink = false;
+  /** The admin token the start-up output links with (development only), if it is known. */
+  let signInToken: string | null = null;
   const app: App = {
     services,
     url: '',
@@ -456,12 +542,26 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
           { created: app.bootstrapToken !== null, ms: elapsedMs() },
           app.bootstrapToken ? 'bootstrap admin created' : 'bootstrap: users exist',
         );
-        if (app.bootstrapToken && (options.printBootstrapToken ?? env.nodeEnv !== 'test')) {
-          // Printed once, on first start only, so an operator can log in (R-RUN-1).
-          process.stdout.write(
-            `\nSingulaComp bootstrap admin token (shown once; also in ${join(env.dataDir, 'bootstrap-token')}):\n  ${app.bootstrapToken}\n\n`,
-          );
-          printGraphiqlLink = env.graphiql;
+        const tokenFile = join(env.dataDir, 'bootstrap-token');
+        if (options.printBootstrapToken ?? env.nodeEnv !== 'test') {
+          if (app.bootstrapToken) {
+            // The token itself only on the first start, so an operator can log in (R-RUN-1).
+            process.stdout.write(
+              `\nSingulaComp bootstrap admin token (shown once; also in ${tokenFile}):\n  ${app.bootstrapToken}\n\n`,
+            );
+            signInToken = app.bootstrapToken;
+          } else {
+            // Every later start says where the token is: a newcomer who restarted has lost the first output.
+            signInToken = await readFile(tokenFile, 'utf8').then(
+              (text) => text.trim() || null,
+              () => null,
+            );
+            process.stdout.write(
+              signInToken
+                ? `\nSingulaComp admin token: in ${tokenFile}\n`
+                : `\nSingulaComp: no token file at ${tokenFile} (it is written on the first start only); sign in with a personal access token (createPersonalAccessToken).\n`,
+            );
+          }
         }
       }
       server.listen(env.port, env.host);
@@ -481,14 +581,17 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       services.reaper.start();
       services.triggers.start();
       log.info({ url: `${url}/graphql`, graphiql: env.graphiql }, 'listening');
-      if (printGraphiqlLink && app.bootstrapToken) {
-        // The token travels in the link's query string: only for the operator's own terminal.
-        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${app.bootstrapToken}\n`);
-        process.stdout.write(`Dashboard, token filled in: ${url}/?token=${app.bootstrapToken}\n\n`);
+      if (signInToken && env.graphiql) {
+        // The token travels in the link's query string: only for the operator's own terminal, and
+        // only in development (GraphiQL is off in production).
+        process.stdout.write(`GraphiQL, signed in: ${url}/graphql?token=${signInToken}\n`);
+        process.stdout.write(`Dashboard, token filled in: ${url}/?token=${signInToken}\n\n`);
       }
     },
     async stop() {
       draining = true;
+      // Answers still being written end their connection: no request follows on it.
+      for (const res of open) if (!res.headersSent) res.setHeader('connection', 'close');
       await services.reaper.stop();
       await services.triggers.stop();
       server.close();

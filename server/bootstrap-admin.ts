@@ -3,7 +3,7 @@
 // its own start-up data (resolvers/daemon/claim.ts).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { retry } from '../contract/retry';
 import type { Services } from '../resolvers/services';
 import type { Logger } from './logger';
 
@@ -27,15 +27,12 @@ export async function createBootstrapAdmin(
   return created.secret;
 }
 
-async function withRetries<T>(fn: () => Promise<T>, log: Logger): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (attempt >= ATTEMPTS) throw new Error('The bootstrap admin could not be created.', { cause: error });
-      const pauseMs = FIRST_PAUSE_MS * 2 ** (attempt - 1);
-      log.warn({ err: error, attempt, pauseMs }, 'bootstrap admin failed; retrying');
-      await sleep(pauseMs);
-    }
-  }
+function withRetries<T>(fn: () => Promise<T>, log: Logger): Promise<T> {
+  return retry(fn, {
+    maxAttempts: ATTEMPTS,
+    backoff: { initialMs: FIRST_PAUSE_MS, maxMs: Number.POSITIVE_INFINITY, jitter: 0 },
+    exhausted: (error) => new Error('The bootstrap admin could not be created.', { cause: error }),
+    onRetry: ({ attempt, delayMs, error }) =>
+      log.warn({ err: error, attempt, pauseMs: delayMs }, 'bootstrap admin failed; retrying'),
+  });
 }

@@ -1,7 +1,9 @@
 // Forwards an authorized HTTP request or WebSocket upgrade to a sandbox daemon (http-proxy-3, the
 // maintained rewrite of http-proxy): the caller's credentials are removed, the daemon's
-// user-context header and target port are set through the one server→daemon client. Used by the
-// agent proxy and the preview/share proxy.
+// user-context header is set through the one server→daemon client, signed for OpenCode (the agent
+// proxy) or for one app port (previews and share links; never the daemon's control routes).
+// An app's answer loses Service-Worker-Allowed: a previewed app registers service workers for its
+// own origin's paths only (R-PRV-4).
 import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
@@ -14,9 +16,16 @@ export interface ForwardOptions {
   allowFraming?: boolean;
   /** Cookie names of ours to remove before the request reaches the sandbox. */
   dropCookies?: readonly string[];
+  /**
+   * WebSocket only: the subprotocol the 101 answer names. The caller offered it (next to its
+   * credential, which is not forwarded) and a browser fails a handshake that names none.
+   */
+  answerProtocol?: string;
 }
 
 const FRAMING = Symbol('allowFraming');
+const APP = Symbol('app');
+const PROTOCOL = Symbol('answerProtocol');
 
 /** Removes the frame-ancestors directive from a CSP value; null when nothing else is left. */
 export function withoutFrameAncestors(csp: string): string | null {
@@ -55,8 +64,16 @@ export function sendJson(
 export function refuseUpgrade(socket: Socket, status: number, message: string): void {
   const text = JSON.stringify({ error: message });
   const reason =
-    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 410: 'Gone' }[status] ??
-    'Error';
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      403: 'Forbidden',
+      404: 'Not Found',
+      405: 'Method Not Allowed',
+      410: 'Gone',
+      502: 'Bad Gateway',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
   );
@@ -80,7 +97,21 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
       (resOrSocket as Socket | undefined)?.destroy();
     }
   });
+  // Emitted before http-proxy listens for the upgrade itself, so the header is in place when it
+  // writes the 101 to the caller.
+  proxy.on('proxyReqWs', (proxyReq, req) => {
+    const protocol = (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL];
+    if (!protocol) return;
+    proxyReq.on('upgrade', (proxyRes) => {
+      proxyRes.headers['sec-websocket-protocol'] = protocol;
+    });
+  });
   proxy.on('proxyRes', (proxyRes, req) => {
+    // Hop-by-hop (RFC 9110 §7.6.1): the daemon's keep-alive timeout is not the client's, and it
+    // would tell the daemon's answers from the server's own, which a refused port must not.
+    delete proxyRes.headers['keep-alive'];
+    if ((req as IncomingMessage & { [APP]?: boolean })[APP])
+      delete proxyRes.headers['service-worker-allowed'];
     if (!(req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING]) return;
     delete proxyRes.headers['x-frame-options'];
     for (const name of ['content-security-policy', 'content-security-policy-report-only']) {
@@ -98,10 +129,24 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
     const cookie = stripCookies(req.headers.cookie, forward.dropCookies ?? []);
     if (cookie) req.headers.cookie = cookie;
     else delete req.headers.cookie;
-    Object.assign(req.headers, daemon.headers(grant.target, grant.userId, 300));
-    if (grant.port !== null) req.headers[TARGET_PORT_HEADER] = String(grant.port);
-    else delete req.headers[TARGET_PORT_HEADER];
+    delete req.headers[TARGET_PORT_HEADER];
+    Object.assign(
+      req.headers,
+      grant.port === null
+        ? daemon.headers(grant.target, { userId: grant.userId, audience: 'opencode', ttlSeconds: 300 })
+        : daemon.headers(grant.target, {
+            userId: grant.userId,
+            audience: 'app',
+            port: grant.port,
+            ttlSeconds: 300,
+          }),
+    );
+    if (grant.port !== null) (req as IncomingMessage & { [APP]?: boolean })[APP] = true;
     if (forward.allowFraming) (req as IncomingMessage & { [FRAMING]?: boolean })[FRAMING] = true;
+    if (forward.answerProtocol) {
+      delete req.headers['sec-websocket-protocol'];
+      (req as IncomingMessage & { [PROTOCOL]?: string })[PROTOCOL] = forward.answerProtocol;
+    }
     return daemon.baseUrl(grant.target);
   }
 

@@ -1,6 +1,5 @@
 // Database access: one Prisma client over either real PostgreSQL (@prisma/adapter-pg) or the
 // embedded PGlite (R-RUN-1), plus a raw SQL handle for migrations and advisory locks.
-import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,6 +10,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../prisma/generated/client/client';
 import type { Database, RawSql } from '../resolvers/platform';
 import { currentRequestId } from './faults';
+import { statementNames } from './fast-paths/statement-names';
 
 export type { Database, Db, RawSql } from '../resolvers/platform';
 
@@ -131,6 +131,12 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** A new connection that takes longer fails (the request answers SERVICE_UNAVAILABLE). @default 10_000 */
   connectTimeoutMs?: number;
+  /**
+   * Prisma's statements and the generated list reads are prepared once per connection under a
+   * name (server/fast-paths/statement-names.ts); off, they run unnamed, as PrismaPg sends them.
+   * @default true
+   */
+  namedStatements?: boolean;
 }
 
 /** Raw SQL over one PGlite instance. PGlite is one connection in this process: an in-process queue is the lock. */
@@ -155,31 +161,6 @@ export function pgliteRawSql(lite: PGlite): RawSql {
   };
 }
 
-/** Distinct texts of one kind (see statementNames) that get a name; later ones run unnamed. */
-const MAX_PREPARED_STATEMENTS = 500;
-
-/**
- * Names generated statements (Prisma's, through PrismaPg's statementNameGenerator, and the compiled
- * list reads of resolvers/find-many-sql.ts), so PostgreSQL parses and plans each text once per
- * connection instead of on every call, and the text is not sent again. A name is `prefix` and a
- * hash of its text. Lists of varying length make new texts, so only the first `max` distinct texts
- * get one: that bounds what each connection keeps prepared.
- */
-export function statementNames(
-  prefix: string,
-  max = MAX_PREPARED_STATEMENTS,
-): (query: { sql: string }) => string | undefined {
-  const names = new Map<string, string>();
-  return ({ sql }) => {
-    let name = names.get(sql);
-    if (name === undefined && names.size < max) {
-      name = `${prefix}-${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
-      names.set(sql, name);
-    }
-    return name;
-  };
-}
-
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const stats: Database['stats'] = { statements: 0, jobStatements: 0, log: null };
   if (options.url) {
@@ -199,12 +180,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // A dropped idle connection must not crash the process; pg reports it here.
     pool.on('error', () => {});
     jobPool.on('error', () => {});
-    const rowsName = statementNames('rows');
+    const named = options.namedStatements ?? true;
+    const rowsName = named ? statementNames('rows') : () => undefined;
     // PrismaPg's type asks for a name; pg runs a query without one as an unnamed statement
     // (parsed and planned each time), which is what a text past the bound gets.
     const prismaName = statementNames('prisma') as (query: { sql: string }) => string;
     const prisma = new PrismaClient({
-      adapter: counting(new PrismaPg(pool, { statementNameGenerator: prismaName }), stats),
+      adapter: counting(
+        new PrismaPg(pool, named ? { statementNameGenerator: prismaName } : undefined),
+        stats,
+      ),
     });
     const uncounted: RawSql = {
       async exec(sql) {

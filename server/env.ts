@@ -2,13 +2,37 @@
 // process). Elsewhere the environment is only inherited by child processes (git, LOCAL sandboxes).
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { nestedHosts } from '../resolvers/gateway/access';
 import type { LlmConfig } from '../resolvers/gateway/llm';
+import { DEFAULT_LOCAL_UID_RANGE, parseUidRange } from '../resolvers/providers/local-uids';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no'])
   .transform((v) => v === '1' || v === 'true' || v === 'yes');
 const port = z.coerce.number().int().min(0).max(65_535);
 const ms = z.coerce.number().int().positive();
+
+/** The fast paths SINGULACOMP_FAST_PATHS names (server/fast-paths/README.md). */
+const FAST_PATHS = ['http', 'jit', 'find-many-sql', 'statement-names'] as const;
+type FastPath = (typeof FAST_PATHS)[number];
+
+/** `on`, `off`, or the fast paths to keep, comma-separated (the others are off). */
+const fastPathList = z
+  .string()
+  .transform((v): string[] => {
+    const value = v.trim().toLowerCase();
+    if (value === 'on') return [...FAST_PATHS];
+    if (value === 'off') return [];
+    return value
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n.length > 0);
+  })
+  .pipe(
+    z
+      .array(z.enum(FAST_PATHS, { message: `each one of on, off, ${FAST_PATHS.join(', ')}` }))
+      .refine((paths) => !paths.includes('http') || paths.includes('jit'), 'http runs compiled: add jit'),
+  );
 
 const resourceRates = z
   .object({
@@ -121,6 +145,14 @@ const variables = z.object({
    * a warning, and LOCAL sandboxes refused under NODE_ENV=production.
    */
   SINGULACOMP_LOCAL_ISOLATION: z.enum(['bwrap', 'none']).optional(),
+  /**
+   * `first-last`: host uids a root server runs isolated LOCAL sandboxes as, one per sandbox (gid =
+   * uid). Claims live in /var/lib/singulacomp/local-uids, shared by every server on the host.
+   */
+  SINGULACOMP_LOCAL_UIDS: z
+    .string()
+    .refine((v) => parseUidRange(v) !== null, 'first-last, both at least 1000')
+    .optional(),
   /** Comma-separated host loopback ports isolated LOCAL sandboxes may reach besides the API (e.g. a model endpoint). */
   SINGULACOMP_LOCAL_EGRESS_PORTS: z
     .string()
@@ -151,10 +183,21 @@ const variables = z.object({
   SINGULACOMP_LEASE_TTL_MS: ms.default(180_000),
   SINGULACOMP_REAPER_INTERVAL_MS: ms.default(30_000),
   SINGULACOMP_TRIGGER_TICK_MS: ms.default(5_000),
+  /** Shortest interval between two firings of a schedule; finer schedules are refused. */
+  SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Webhook deliveries are accepted while their signed X-SingulaComp-Timestamp is this close to now. */
   SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Characters of one tool output or text part the session record keeps (then a marker line). */
+  SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1_024).default(262_144),
+  /** Days a session's record is kept after the session ended (0: until the session is deleted). */
+  SINGULACOMP_RECORD_RETENTION_DAYS: z.coerce.number().min(0).default(30),
   SINGULACOMP_SHUTDOWN_GRACE_MS: ms.default(10_000),
   SINGULACOMP_RETRY_AFTER_SECONDS: z.coerce.number().int().positive().default(30),
+  /**
+   * Code that bypasses yoga or Prisma for speed (server/fast-paths/README.md): `on`, `off` (plain
+   * yoga execution and Prisma only), or the ones to keep, e.g. `jit,statement-names`.
+   */
+  SINGULACOMP_FAST_PATHS: fastPathList.optional(),
   /** PostgreSQL connections per server process for requests and background work (the job queue has 4 more). */
   SINGULACOMP_DB_POOL_SIZE: z.coerce.number().int().min(2).max(500).default(20),
   /**
@@ -275,8 +318,10 @@ const variables = z.object({
   /** Lifetime of signed preview URLs (the cookie they set lives longer). */
   SINGULACOMP_PREVIEW_URL_TTL_SECONDS: z.coerce.number().int().positive().default(300),
   /**
-   * Domain (host[:port]) under which subdomain previews `p<port>-<sandbox-id>.<domain>` resolve to
-   * this server (wildcard DNS). Default: the public URL's host, when it is a name and not an IP.
+   * The preview site (host[:port]): previews `p<port>-<sandbox-id>.<domain>` and share links
+   * `s-<link-id>.<domain>` resolve to this server (wildcard DNS and certificate). Never the API's
+   * host or one nested with it (refused in production). Default: `localhost:<API port>`, since
+   * browsers resolve every *.localhost name to loopback.
    */
   SINGULACOMP_PREVIEW_DOMAIN: z
     .string()
@@ -295,6 +340,19 @@ export type RawEnv = z.input<typeof variables>;
 function defined<T extends Record<string, number | undefined>>(fields: T): { [K in keyof T]?: number } {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as {
     [K in keyof T]?: number;
+  };
+}
+
+function fastPathsOf(on: readonly FastPath[]) {
+  return {
+    /** server/fast-paths/graphql-fast-path.ts: repeated POST /graphql answered from node:http. */
+    http: on.includes('http'),
+    /** server/fast-paths/compiled-execution.ts: queries and mutations run on graphql-jit. */
+    jit: on.includes('jit'),
+    /** server/fast-paths/find-many-sql.ts: session pages read as one statement. */
+    findManySql: on.includes('find-many-sql'),
+    /** server/fast-paths/statement-names.ts: Prisma's statements prepared once per connection. */
+    statementNames: on.includes('statement-names'),
   };
 }
 
@@ -317,6 +375,9 @@ const schema = variables.transform((e) => ({
   /** SINGULACOMP_LOCAL_ISOLATION; null: detect. */
   localIsolation: (e.SINGULACOMP_LOCAL_ISOLATION ?? null) as 'bwrap' | 'none' | null,
   localEgressPorts: e.SINGULACOMP_LOCAL_EGRESS_PORTS ?? [],
+  /** SINGULACOMP_LOCAL_UIDS: the uids of isolated LOCAL sandboxes of a root server. */
+  localUids:
+    (e.SINGULACOMP_LOCAL_UIDS ? parseUidRange(e.SINGULACOMP_LOCAL_UIDS) : null) ?? DEFAULT_LOCAL_UID_RANGE,
   graphiql: e.SINGULACOMP_GRAPHIQL ?? e.NODE_ENV !== 'production',
   allowLocalRepositories: e.SINGULACOMP_ALLOW_LOCAL_REPOSITORIES ?? e.NODE_ENV !== 'production',
   introspection: (e.SINGULACOMP_INTROSPECTION ?? (e.NODE_ENV === 'production' ? 'authenticated' : 'all')) as
@@ -327,7 +388,12 @@ const schema = variables.transform((e) => ({
   leaseTtlMs: e.SINGULACOMP_LEASE_TTL_MS,
   reaperIntervalMs: e.SINGULACOMP_REAPER_INTERVAL_MS,
   triggerTickMs: e.SINGULACOMP_TRIGGER_TICK_MS,
+  triggerMinIntervalSeconds: e.SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS,
   webhookToleranceSeconds: e.SINGULACOMP_WEBHOOK_TOLERANCE_SECONDS,
+  record: {
+    maxOutputChars: e.SINGULACOMP_RECORD_MAX_OUTPUT_BYTES,
+    retentionMs: Math.round(e.SINGULACOMP_RECORD_RETENTION_DAYS * 86_400_000),
+  },
   shutdownGraceMs: e.SINGULACOMP_SHUTDOWN_GRACE_MS,
   retryAfterSeconds: e.SINGULACOMP_RETRY_AFTER_SECONDS,
   database: {
@@ -338,6 +404,8 @@ const schema = variables.transform((e) => ({
   },
   transaction: { maxWaitMs: e.SINGULACOMP_TX_MAX_WAIT_MS, timeoutMs: e.SINGULACOMP_TX_TIMEOUT_MS },
   refCacheMs: e.SINGULACOMP_REF_CACHE_MS,
+  /** Which fast paths run (SINGULACOMP_FAST_PATHS); each off one leaves its work to yoga or Prisma. */
+  fastPaths: fastPathsOf(e.SINGULACOMP_FAST_PATHS ?? FAST_PATHS),
   unavailableRetryAfterSeconds: e.SINGULACOMP_UNAVAILABLE_RETRY_AFTER_SECONDS,
   jobs: {
     heartbeatSeconds: e.SINGULACOMP_JOB_HEARTBEAT_SECONDS,
@@ -374,6 +442,8 @@ const schema = variables.transform((e) => ({
         domain: e.E2B_DOMAIN ?? null,
         sandboxUrl: e.E2B_SANDBOX_URL ?? null,
         caps: defined({ cpu: e.E2B_MAX_CPU, memoryGiB: e.E2B_MAX_MEMORY_GIB }),
+        /** The team's plan: disk (10 / 20 GiB), maximum sandbox length (1 h / 24 h), create rate. */
+        plan: e.E2B_PLAN,
         /** The plan's maximum sandbox length (hobby 1 h, pro 24 h). */
         maxSandboxLifetimeMs: e.E2B_PLAN === 'pro' ? 24 * 3_600_000 : 3_600_000,
       }
@@ -429,6 +499,18 @@ function crossFieldProblems(raw: Record<string, string>): string[] {
         `  SINGULACOMP_LOCAL_EGRESS_PORTS: ${port} is the ${name} port; sandboxes never reach it`,
       );
   }
+  // A preview on the API's host (or one nested with it) shares its site: cookies set for the
+  // parent domain reach the API, and the preview is same-site with the dashboard (R-PRV-4).
+  const previewDomain = raw.SINGULACOMP_PREVIEW_DOMAIN?.replace(/:\d+$/, '');
+  const publicUrl = raw.SINGULACOMP_PUBLIC_URL;
+  if (raw.NODE_ENV === 'production' && previewDomain && publicUrl && URL.canParse(publicUrl)) {
+    const apiHost = new URL(publicUrl).hostname;
+    if (nestedHosts(previewDomain, apiHost)) {
+      problems.push(
+        `  SINGULACOMP_PREVIEW_DOMAIN: ${previewDomain} is the API's host or nested with it (${apiHost}); previews need a domain of their own`,
+      );
+    }
+  }
   if (raw.PLATINUM_API_KEY && !raw.PLATINUM_API_URL) {
     problems.push('  PLATINUM_API_URL: required when PLATINUM_API_KEY is set');
   }
@@ -450,3 +532,6 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (problems.length > 0 || !result.success) throw new Error(`Invalid environment:\n${problems.join('\n')}`);
   return result.data;
 }
+
+/** Every variable the server reads (deployment files are checked against it). */
+export const ENV_VARIABLES: ReadonlySet<string> = new Set(Object.keys(variables.shape));

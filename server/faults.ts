@@ -1,18 +1,13 @@
 // How a request answers when a dependency fails: PostgreSQL or Redis unreachable is a retryable
 // SERVICE_UNAVAILABLE (HTTP 503 + Retry-After); anything else unexpected is masked by yoga and
 // logged exactly once here with the request id the client also receives.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import { maskError } from 'graphql-yoga';
 import { isUnavailable } from '../resolvers/unavailable';
-import type { Logger } from './logger';
+import { currentRequestId, type Logger, withRequestId } from './logger';
 
-interface RequestScope {
-  requestId: string;
-}
-
-const scope = new AsyncLocalStorage<RequestScope>();
+export { currentRequestId, withRequestId };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -20,15 +15,6 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestIdFrom(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
   return value && REQUEST_ID.test(value) ? value : randomUUID();
-}
-
-/** Runs fn with a request id that error logging (and the masked error itself) picks up. */
-export function withRequestId<T>(requestId: string, fn: () => T): T {
-  return scope.run({ requestId }, fn);
-}
-
-export function currentRequestId(): string | null {
-  return scope.getStore()?.requestId ?? null;
 }
 
 export function serviceUnavailableError(retryAfterSeconds: number, requestId: string | null): GraphQLError {

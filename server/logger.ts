@@ -1,9 +1,28 @@
-import pino, { type Logger } from 'pino';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 
 export interface LoggerOptions {
   /** @default 'json' */
   format?: 'pretty' | 'json';
+  /** Where JSON lines go. @default stdout */
+  destination?: DestinationStream;
+}
+
+const requestScope = new AsyncLocalStorage<{ requestId: string }>();
+
+/** Runs fn inside a request: every line logged meanwhile (any module) carries its `requestId`. */
+export function withRequestId<T>(requestId: string, fn: () => T): T {
+  return requestScope.run({ requestId }, fn);
+}
+
+export function currentRequestId(): string | null {
+  return requestScope.getStore()?.requestId ?? null;
+}
+
+function requestIdMixin(): object {
+  const requestId = currentRequestId();
+  return requestId ? { requestId } : {};
 }
 
 /**
@@ -14,6 +33,7 @@ export interface LoggerOptions {
 export function createLogger(level: string, options: LoggerOptions = {}): Logger {
   const settings = {
     level,
+    mixin: requestIdMixin,
     redact: {
       paths: [
         'req.headers.authorization',
@@ -28,7 +48,9 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
       censor: '[redacted]',
     },
   };
-  if (options.format !== 'pretty') return pino(settings);
+  if (options.format !== 'pretty') {
+    return options.destination ? pino(settings, options.destination) : pino(settings);
+  }
   return pino(
     settings,
     pretty({

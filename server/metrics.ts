@@ -63,7 +63,7 @@ export function createMetrics() {
 
   /**
    * Starts timing one GraphQL execution of `document`; the returned function records it. The
-   * GraphQL fast path (server/graphql-fast-path.ts) times its executions with it too.
+   * GraphQL fast path (server/fast-paths/graphql-fast-path.ts) times its executions with it too.
    */
   const startOperation = (document: DocumentNode): (() => void) => {
     const started = process.hrtime.bigint();

@@ -1,9 +1,13 @@
-// Previews and public share links (R-PRV-1, R-PRV-2, R-PRV-3):
-//   /v1/p/<sandbox-id>/<port>/…        path form, WebSocket upgrades supported
-//   p<port>-<sandbox-id>.<api-host>/…  subdomain form, HTTP only (an upgrade is refused, naming the path form)
-//   /v1/share/<secret>/…               public share link (view-only: GET/HEAD, no WebSocket)
-// X-Frame-Options and CSP frame-ancestors are stripped so a preview embeds in an iframe. Nothing
-// here creates or renews a lease or moves the idle clock (R-LEASE-2). Rules: resolvers/gateway/access.ts.
+// Previews and public share links, served only from the preview site (R-PRV-1..5):
+//   p<port>-<sandbox-id>.<preview domain>/…  one sandbox port's preview, every path, WebSocket too
+//   s-<link-id>.<preview domain>/…           one public share link (view-only: GET/HEAD, no WebSocket)
+// Each is an origin of its own, never the API's or the dashboard's, so a previewed app can neither
+// read nor script the dashboard nor register a service worker over it. The old forms on the API
+// origin (/v1/p/<sandbox-id>/<port>/…, /v1/share/<secret>/…) redirect to the preview site and
+// proxy nothing. A signed URL or a share link's secret arrives once in the query and becomes a
+// host-only cookie; the browser reloads the clean URL. X-Frame-Options and CSP frame-ancestors are
+// stripped so a preview embeds in the dashboard's iframe. Nothing here creates or renews a lease or
+// moves the idle clock (R-LEASE-2). Rules: resolvers/gateway/access.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import {
@@ -11,53 +15,18 @@ import {
   type AccessService,
   PREVIEW_COOKIE,
   PREVIEW_QUERY,
+  type PreviewSiteHost,
   type ProxyGrant,
+  SHARE_COOKIE,
+  SHARE_QUERY,
 } from '../resolvers/gateway/access';
 import { type DaemonProxy, refuseUpgrade, sendJson } from './daemon-proxy';
 import type { Logger } from './logger';
 
-const PATH_FORM = /^\/v1\/p\/([^/]+)\/(\d{1,5})(\/.*)?$/;
-const SHARE_FORM = /^\/v1\/share\/([A-Za-z0-9_-]{16,128})(\/.*)?$/;
-const HOST_FORM = /^p(\d{1,5})-([0-9a-f-]{36})\./i;
-
-type Route =
-  | {
-      kind: 'preview';
-      form: 'PATH' | 'SUBDOMAIN';
-      sandboxId: string;
-      port: number;
-      rest: string | null;
-      cookiePath: string;
-    }
-  | { kind: 'share'; secret: string; rest: string | null };
-
-function route(req: IncomingMessage, path: string): Route | null {
-  const host = HOST_FORM.exec(req.headers.host ?? '');
-  if (host) {
-    return {
-      kind: 'preview',
-      form: 'SUBDOMAIN',
-      sandboxId: host[2]!,
-      port: Number(host[1]),
-      rest: path,
-      cookiePath: '/',
-    };
-  }
-  const p = PATH_FORM.exec(path);
-  if (p) {
-    return {
-      kind: 'preview',
-      form: 'PATH',
-      sandboxId: p[1]!,
-      port: Number(p[2]),
-      rest: p[3] ?? null,
-      cookiePath: `/v1/p/${p[1]}/${p[2]}/`,
-    };
-  }
-  const s = SHARE_FORM.exec(path);
-  if (s) return { kind: 'share', secret: s[1]!, rest: s[2] ?? null };
-  return null;
-}
+const LEGACY_PREVIEW = /^\/v1\/p\/([^/]+)\/(\d{1,5})(\/.*)?$/;
+const LEGACY_SHARE = /^\/v1\/share\/([A-Za-z0-9_-]{16,128})(\/.*)?$/;
+/** Our cookies: the app behind a preview never receives them. */
+const OUR_COOKIES = [PREVIEW_COOKIE, SHARE_COOKIE] as const;
 
 function cookies(header: string | undefined, name: string): string[] {
   if (!header) return [];
@@ -68,17 +37,25 @@ function cookies(header: string | undefined, name: string): string[] {
     .map((c) => decodeURIComponent(c.slice(name.length + 1)));
 }
 
+/** `path?query` without one parameter. */
+function without(path: string, params: URLSearchParams, name: string): string {
+  const kept = new URLSearchParams(params);
+  kept.delete(name);
+  const query = kept.toString();
+  return `${path}${query ? `?${query}` : ''}`;
+}
+
 export function createPreviewProxy(options: { access: AccessService; proxy: DaemonProxy; logger: Logger }) {
   const { access, proxy } = options;
   const log = options.logger.child({ module: 'preview-proxy' });
 
-  /** The preview grant from a URL token, a cookie (most specific path first) or an API token. */
+  /** The preview grant from a URL token, a cookie, or an API token. */
   async function previewGrant(
     req: IncomingMessage,
-    r: Extract<Route, { kind: 'preview' }>,
+    site: Extract<PreviewSiteHost, { kind: 'preview' }>,
     urlToken: string | null,
   ): Promise<ProxyGrant> {
-    const base = { authorization: req.headers.authorization, sandboxId: r.sandboxId, port: r.port };
+    const base = { authorization: req.headers.authorization, sandboxId: site.sandboxId, port: site.port };
     const candidates = urlToken ? [urlToken] : cookies(req.headers.cookie, PREVIEW_COOKIE);
     let last: unknown = null;
     for (const token of candidates) {
@@ -92,46 +69,99 @@ export function createPreviewProxy(options: { access: AccessService; proxy: Daem
     return access.preview({ ...base, previewToken: null });
   }
 
+  /** The share grant from the query (first visit, or a WebSocket) or the link's cookie. */
+  function shareGrant(
+    req: IncomingMessage,
+    site: Extract<PreviewSiteHost, { kind: 'share' }>,
+    urlSecret: string | null,
+    upgrade: boolean,
+  ) {
+    const secret = urlSecret ?? cookies(req.headers.cookie, SHARE_COOKIE)[0];
+    if (!secret) throw new AccessError(401, 'Open the share link you were given: it carries the access.');
+    return access.share({ secret, linkId: site.linkId, method: req.method ?? 'GET', upgrade });
+  }
+
+  /** The old path forms on the API origin: a redirect to the preview site, or null. */
+  async function legacyLocation(path: string, query: string): Promise<string | null> {
+    const p = LEGACY_PREVIEW.exec(path);
+    if (p) {
+      const port = Number(p[2]);
+      if (!/^[0-9a-f-]{36}$/i.test(p[1]!) || port < 1 || port > 65_535)
+        throw new AccessError(404, 'No such preview.');
+      return `${access.previewOrigin(p[1]!.toLowerCase(), port)}${p[3] ?? '/'}${query ? `?${query}` : ''}`;
+    }
+    const sh = LEGACY_SHARE.exec(path);
+    if (sh) {
+      const url = await access.legacyShareUrl(sh[1]!, sh[2] ?? '/');
+      if (!url) throw new AccessError(404, 'No such share link.');
+      return url;
+    }
+    return null;
+  }
+
+  function hostOf(req: IncomingMessage): PreviewSiteHost | null {
+    return access.siteHost(req.headers.host);
+  }
+
   return {
-    matches: (req: IncomingMessage, path: string) => route(req, path) !== null,
+    /** Every request on the preview site's hosts, and the old path forms on any host. */
+    matches: (req: IncomingMessage, path: string) =>
+      hostOf(req) !== null || LEGACY_PREVIEW.test(path) || LEGACY_SHARE.test(path),
 
     async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
       const [path = '/', query = ''] = (req.url ?? '/').split(/\?(.*)/s, 2);
-      const r = route(req, path)!;
+      const site = hostOf(req);
       try {
-        if (r.rest === null) {
-          // Relative links of the previewed app resolve against a trailing slash.
-          res.writeHead(308, { location: `${path}/${query ? `?${query}` : ''}` }).end();
-          return;
-        }
-        if (r.kind === 'share') {
-          const grant = await access.share({ secret: r.secret, method: req.method ?? 'GET', upgrade: false });
-          proxy.web(req, res, grant, `${r.rest}${query ? `?${query}` : ''}`, { allowFraming: true });
+        if (!site) {
+          const location = await legacyLocation(path, query);
+          res.writeHead(308, { location: location!, 'cache-control': 'no-store' }).end();
           return;
         }
         const params = new URLSearchParams(query);
+        if (site.kind === 'share') {
+          const secret = params.get(SHARE_QUERY);
+          const grant = await shareGrant(req, site, secret, false);
+          if (secret) {
+            const cookie = access.shareCookie(grant);
+            res.writeHead(303, {
+              location: without(path, params, SHARE_QUERY),
+              'set-cookie': `${SHARE_COOKIE}=${encodeURIComponent(secret)}; Path=/; Max-Age=${cookie.maxAgeSeconds}; ${cookie.attributes}`,
+              'cache-control': 'no-store',
+            });
+            res.end();
+            return;
+          }
+          proxy.web(req, res, grant, req.url ?? '/', { allowFraming: true, dropCookies: OUR_COOKIES });
+          return;
+        }
         const urlToken = params.get(PREVIEW_QUERY);
-        const grant = await previewGrant(req, r, urlToken);
+        const grant = await previewGrant(req, site, urlToken);
         if (urlToken) {
-          // A signed URL is opened once: it becomes a cookie scoped to this preview, and the
+          // A signed URL is opened once: it becomes a cookie of this preview's origin, and the
           // browser reloads the clean URL (the token leaves the address bar and history).
-          const cookie = access.previewCookie(r.sandboxId, r.port, grant.userId);
-          params.delete(PREVIEW_QUERY);
-          const rest = params.toString();
+          const cookie = await access.previewCookie(site.sandboxId, site.port, grant.userId);
           res.writeHead(303, {
-            location: `${path}${rest ? `?${rest}` : ''}`,
-            'set-cookie': `${PREVIEW_COOKIE}=${encodeURIComponent(cookie.token)}; Path=${r.cookiePath}; Max-Age=${cookie.maxAgeSeconds}; ${cookie.attributes}`,
+            location: without(path, params, PREVIEW_QUERY),
+            'set-cookie': `${PREVIEW_COOKIE}=${encodeURIComponent(cookie.token)}; Path=/; Max-Age=${cookie.maxAgeSeconds}; ${cookie.attributes}`,
             'cache-control': 'no-store',
           });
           res.end();
           return;
         }
-        proxy.web(req, res, grant, `${r.rest}${query ? `?${query}` : ''}`, {
-          allowFraming: true,
-          dropCookies: [PREVIEW_COOKIE],
-        });
+        proxy.web(req, res, grant, req.url ?? '/', { allowFraming: true, dropCookies: OUR_COOKIES });
       } catch (error) {
-        if (error instanceof AccessError) return sendJson(res, error.status, { error: error.message });
+        if (error instanceof AccessError) {
+          // Framed as http-proxy frames the daemon's answers (an explicit Connection header, no
+          // Keep-Alive), so the server's refusal of a port matches the daemon's byte for byte.
+          return sendJson(
+            res,
+            error.status,
+            { error: error.message },
+            {
+              connection: req.headers.connection ?? 'keep-alive',
+            },
+          );
+        }
         log.error({ err: error, path }, 'preview proxy failure');
         sendJson(res, 502, { error: 'The preview could not be reached.' });
       }
@@ -139,23 +169,30 @@ export function createPreviewProxy(options: { access: AccessService; proxy: Daem
 
     async upgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
       const [path = '/', query = ''] = (req.url ?? '/').split(/\?(.*)/s, 2);
-      const r = route(req, path);
-      if (!r) return refuseUpgrade(socket, 404, 'No WebSocket route here.');
+      const site = hostOf(req);
       try {
-        if (r.kind === 'share') {
-          const grant = await access.share({ secret: r.secret, method: req.method ?? 'GET', upgrade: true });
-          return proxy.ws(req, socket, head, grant, `${r.rest ?? '/'}${query ? `?${query}` : ''}`);
-        }
-        if (r.form === 'SUBDOMAIN') {
+        if (!site) {
+          const location = await legacyLocation(path, query);
           return refuseUpgrade(
             socket,
-            400,
-            `WebSocket upgrades are not supported on the subdomain preview form yet; use the path form /v1/p/${r.sandboxId}/${r.port}/.`,
+            410,
+            `Previews and share links moved to the preview site: connect to ${location}.`,
           );
         }
-        const grant = await previewGrant(req, r, null);
-        proxy.ws(req, socket, head, grant, `${r.rest ?? '/'}${query ? `?${query}` : ''}`, {
-          dropCookies: [PREVIEW_COOKIE],
+        const params = new URLSearchParams(query);
+        if (site.kind === 'share') {
+          const secret = params.get(SHARE_QUERY);
+          const grant = await shareGrant(req, site, secret, true);
+          const url = params.has(SHARE_QUERY) ? without(path, params, SHARE_QUERY) : (req.url ?? '/');
+          return proxy.ws(req, socket, head, grant, url, {
+            dropCookies: OUR_COOKIES,
+          });
+        }
+        const urlToken = params.get(PREVIEW_QUERY);
+        const grant = await previewGrant(req, site, urlToken);
+        const url = params.has(PREVIEW_QUERY) ? without(path, params, PREVIEW_QUERY) : (req.url ?? '/');
+        proxy.ws(req, socket, head, grant, url, {
+          dropCookies: OUR_COOKIES,
         });
       } catch (error) {
         if (error instanceof AccessError) return refuseUpgrade(socket, error.status, error.message);

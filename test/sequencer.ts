@@ -12,6 +12,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * run, so the order matters at the end: a long file started last runs alone.
  */
 const LONG_FIRST = [
+  'test/deploy/topology', // 105
+  'test/deploy/compose', // 75 with both images built, 150 when it builds the services image
+  'test/deploy/image', // 60 when it builds the image, 35 when cached
   'test/web/dashboard', // 97
   'test/agent/reload', // 69
   'test/leases/leases', // 63

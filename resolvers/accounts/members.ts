@@ -7,7 +7,8 @@ import type { AccountTier, UserRole } from '../../prisma/generated/client/enums'
 import type { Invitation, User } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import { assertAccountAdmin, assertHuman } from '../auth/authz';
-import { SCOPES, type Principal, type Scope, type UserPrincipal } from '../auth/principal';
+import { SCOPES, type Principal, type Scope, type UserPrincipal, userOf } from '../auth/principal';
+import { can } from '../auth/policy';
 import {
   INV_PREFIX,
   type TokenService,
@@ -25,6 +26,7 @@ import {
   forbidden,
 } from '../errors';
 import { parseId } from '../ids';
+import { LIVE_SESSION_STATUSES } from './limits';
 
 /** Scopes of a new member's first token: a MEMBER works in the account, an ADMIN also runs it. */
 export function firstTokenScopes(role: UserRole): Scope[] {
@@ -74,7 +76,15 @@ export const INVITATION_MAX_HOURS = 720;
 
 export type MemberService = ReturnType<typeof createMemberService>;
 
-export function createMemberService(options: { db: Db; tokens: TokenService; now?: () => number }) {
+export interface MemberServiceOptions {
+  db: Db;
+  tokens: TokenService;
+  /** Stops a live session (its sandbox token is revoked with it); for a removed member's sessions. */
+  stopSession?: (sessionId: string) => Promise<unknown>;
+  now?: () => number;
+}
+
+export function createMemberService(options: MemberServiceOptions) {
   const { db, tokens } = options;
   const now = options.now ?? Date.now;
 
@@ -105,12 +115,10 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
   }
 
   async function isInstanceAdmin(principal: Principal): Promise<boolean> {
-    if (principal.kind !== 'USER') return false;
-    const user = await db.user.findUnique({
-      where: { id: principal.userId },
-      select: { instanceAdmin: true },
-    });
-    return user?.instanceAdmin === true;
+    const userId = userOf(principal);
+    if (!userId) return false;
+    const user = await db.user.findUnique({ where: { id: userId }, select: { instanceAdmin: true } });
+    return can(principal, 'instance.admin', { instanceAdmin: user?.instanceAdmin === true });
   }
 
   return {
@@ -144,7 +152,15 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
       return { member: user, secret };
     },
 
-    /** removeMember: account admins; the user and their tokens go, their sessions stay. */
+    /**
+     * removeMember: account admins. Like an organisation removing a member on GitHub, the member's
+     * access to the account ends at once, including what they minted (docs/security.md): their
+     * personal access tokens are revoked (open connections close) and deleted with the user; the
+     * share links they created are revoked; the invitations they issued and nobody accepted yet
+     * expire; their live sessions stop (each sandbox token is revoked with its session; the branch
+     * and record stay); their triggers are paused and lose their owner, so they fire again only when
+     * an admin resumes them, as that admin. Service-account tokens belong to the account and stay.
+     */
     async remove(principal: Principal, input: { userId: string }) {
       assertAccountAdmin(principal);
       const userId = parseId(String(input.userId), 'User', ['input', 'userId']);
@@ -152,7 +168,7 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
       if (!user || user.accountId !== principal.accountId) {
         throw new NotFoundError('No member with that id in your account.', ['input', 'userId']);
       }
-      if (principal.kind === 'USER' && principal.userId === user.id) {
+      if (userOf(principal) === user.id) {
         throw new ConflictError('You cannot remove yourself; ask another admin.', ['input', 'userId']);
       }
       if (user.role === 'ADMIN') {
@@ -165,7 +181,29 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
         select: { id: true },
       });
       for (const token of live) await tokens.revoke(token.id);
+      const at = new Date(now());
+      await db.$transaction([
+        db.shareLink.updateMany({
+          where: { accountId: user.accountId, createdById: user.id, revokedAt: null },
+          data: { revokedAt: at },
+        }),
+        db.invitation.updateMany({
+          where: { accountId: user.accountId, invitedById: user.id, acceptedAt: null, expiresAt: { gt: at } },
+          data: { expiresAt: at },
+        }),
+        db.trigger.updateMany({
+          where: { accountId: user.accountId, userId: user.id },
+          data: { paused: true, userId: null },
+        }),
+      ]);
+      const sessions = await db.session.findMany({
+        where: { userId: user.id, status: { in: [...LIVE_SESSION_STATUSES] } },
+        select: { id: true },
+      });
       await db.user.delete({ where: { id: user.id } });
+      if (options.stopSession) {
+        for (const session of sessions) await options.stopSession(session.id);
+      }
       return user;
     },
 
@@ -204,7 +242,7 @@ export function createMemberService(options: { db: Db; tokens: TokenService; now
           email,
           role: input.role ?? 'MEMBER',
           hash: hashToken(secret),
-          invitedById: principal.kind === 'USER' ? principal.userId : null,
+          invitedById: userOf(principal),
           createdAt: new Date(createdAt),
           expiresAt: new Date(createdAt + hours * 3_600_000),
         },

@@ -7,6 +7,7 @@ import type { Db } from '../platform';
 import { forbidden } from '../errors';
 import { assertCanReadProject, assertCanReadSession } from './authz';
 import type { Principal } from './principal';
+import { authorize, reachOf } from './policy';
 
 export interface NodeAccess {
   template(row: { projectId: string }): Promise<void> | undefined;
@@ -65,26 +66,26 @@ export function createNodeAccess(db: Db, principal: Principal): NodeAccess {
     async snapshot(row) {
       // Snapshots are content-addressed and shared: readable by whoever uses one, through a template
       // of a readable project or a readable sandbox.
+      const reach = reachOf(principal);
       const used = await once(`snapshot:${row.id}`, () =>
         db.snapshot.count({
           where: {
             id: row.id,
             OR:
-              principal.kind === 'SANDBOX'
+              reach.kind === 'session'
                 ? [
-                    { sandboxes: { some: { sessionId: principal.sessionId } } },
-                    { templates: { some: { projectId: principal.projectId } } },
+                    { sandboxes: { some: { sessionId: reach.sessionId } } },
+                    { templates: { some: { projectId: reach.projectId } } },
                   ]
                 : [
-                    { sandboxes: { some: { accountId: principal.accountId } } },
-                    { templates: { some: { project: { accountId: principal.accountId } } } },
+                    { sandboxes: { some: { accountId: reach.accountId } } },
+                    { templates: { some: { project: { accountId: reach.accountId } } } },
                   ],
           },
         }),
       );
       if (used === 0) throw forbidden('That snapshot is not used by anything this token can read.');
-      if (principal.kind !== 'SANDBOX' && !principal.scopes.has('projects:read'))
-        throw forbidden('This token lacks the projects:read scope.');
+      authorize(principal, 'snapshot.read');
     },
   };
 }

@@ -8,6 +8,7 @@ import type { Prisma, Token } from '../../prisma/generated/client/client';
 import { NotFoundError, ValidationError, forbidden, unauthenticated } from '../errors';
 import { assertCanReadTokens, assertCanRevokeToken } from './authz';
 import { type HumanPrincipal, type Principal, SCOPES, type SandboxPrincipal } from './principal';
+import { authorize, can } from './policy';
 
 export const PAT_PREFIX = 'singulacomp_pat_';
 export const SA_PREFIX = 'singulacomp_sa_';
@@ -182,6 +183,7 @@ export function createTokenService(options: TokenServiceOptions) {
     },
 
     async createPersonalAccessToken(caller: HumanPrincipal, input: CreateTokenInput) {
+      authorize(caller, 'token.mintPersonal');
       if (caller.kind !== 'USER') throw forbidden('Only users hold personal access tokens.');
       validateCreate(caller, input);
       const { secret, data } = newPersonalAccessToken(caller, input);
@@ -269,7 +271,7 @@ export function createTokenService(options: TokenServiceOptions) {
     /** Which tokens `principal` may list (viewer.tokens): needs tokens:read. */
     visibleTokensWhere(principal: Principal, includeRevoked: boolean) {
       assertCanReadTokens(principal);
-      const everyone = principal.kind === 'SERVICE_ACCOUNT' || principal.isAdmin;
+      const everyone = can(principal, 'token.readAll');
       return {
         accountId: principal.accountId,
         kind: { in: ['PERSONAL_ACCESS' as const, 'SERVICE_ACCOUNT' as const] },

@@ -6,13 +6,14 @@
 import type { ChangeRequest, MergeMethod } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
-import { assertCanReadSession, assertCanWriteProject } from '../auth/authz';
-import type { Principal } from '../auth/principal';
+import { assertCanWriteProject } from '../auth/authz';
+import { type Principal, onBehalfOf } from '../auth/principal';
+import { authorize, decide, reachOf, refusalError } from '../auth/policy';
 import { ConflictError, DomainError, NotFoundError, RepositoryUnreachableError } from '../errors';
 import type { Events } from '../events/events';
 import type { GitService, RepoRef } from '../git/git';
 import { parseId } from '../ids';
-import { repoRef } from '../sessions/lifecycle';
+import { repoRef } from '../git/project-repo';
 import { requireText } from '../validate';
 
 /** Thrown when merging would conflict; `conflicts` lists the paths. Nothing was changed. */
@@ -28,6 +29,10 @@ export class MergeConflictError extends DomainError {
     );
   }
 }
+
+/** A push into a checked-out branch refused because its work tree is not clean (updateInstead). */
+const DIRTY_WORK_TREE =
+  /working directory has (unstaged|staged) changes|up-to-date check failed|could not update working tree/i;
 
 /** Thrown when FAST_FORWARD is asked but the default branch has commits the session branch lacks. */
 export class NotFastForwardError extends DomainError {
@@ -148,11 +153,8 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
     const changeRequestId = parseId(id, 'ChangeRequest', ['input', 'changeRequestId']);
     const cr = await db.changeRequest.findUnique({ where: { id: changeRequestId } });
     if (!cr) throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
-    if (
-      principal.kind === 'SANDBOX'
-        ? principal.projectId !== cr.projectId
-        : principal.accountId !== cr.accountId
-    ) {
+    const reach = reachOf(principal);
+    if (reach.kind === 'session' ? reach.projectId !== cr.projectId : reach.accountId !== cr.accountId) {
       throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
     }
     return cr;
@@ -168,6 +170,99 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
     return cr;
   }
 
+  /** Merges once; the typed errors say why not. */
+  async function mergeOnce(
+    principal: Principal,
+    input: { changeRequestId: string; method: MergeMethod },
+  ): Promise<ChangeRequest> {
+    const cr = await load(principal, input.changeRequestId);
+    assertCanWriteProject(principal, cr, 'projects:write');
+    if (cr.status !== 'OPEN') {
+      throw new ConflictError(`This change request is ${cr.status}; only an OPEN one can be merged.`, [
+        'input',
+        'changeRequestId',
+      ]);
+    }
+    const project = await db.project.findUniqueOrThrow({ where: { id: cr.projectId } });
+    const repo = repoRef(project, options.encryptionKey);
+    const field = ['input', 'changeRequestId'];
+    // Merge what the branches are now, not what they were when the request was opened.
+    const headCommit = await commitOf(repo, cr.headRef, field);
+    const baseCommit = await commitOf(repo, cr.baseRef, field);
+    const comparison = await compare(repo, headCommit, baseCommit);
+    const refresh = {
+      headCommit,
+      baseCommit,
+      filesChanged: comparison.filesChanged,
+      additions: comparison.additions,
+      deletions: comparison.deletions,
+      mergeable: comparison.mergeable,
+      conflicts: comparison.conflicts,
+    };
+
+    let newCommit: string;
+    if (input.method === 'FAST_FORWARD') {
+      const ancestor = await mirror(repo, ['merge-base', '--is-ancestor', baseCommit, headCommit]);
+      if (ancestor.code !== 0) {
+        await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
+        throw new NotFastForwardError(
+          `${cr.baseRef} has commits the session branch lacks, so it cannot fast-forward: merge with MERGE or SQUASH, or reconcile the session branch first.`,
+          ['input', 'method'],
+        );
+      }
+      newCommit = headCommit;
+    } else {
+      if (!comparison.mergeable || !comparison.tree) {
+        await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
+        throw new MergeConflictError(comparison.conflicts, field);
+      }
+      const message =
+        input.method === 'MERGE'
+          ? `Merge change request: ${cr.title}\n\nMerges ${cr.headRef} into ${cr.baseRef}.\n`
+          : `${cr.title}\n\n${cr.description ? `${cr.description}\n\n` : ''}Squashed from ${cr.headRef}.\n`;
+      const parents = input.method === 'MERGE' ? ['-p', baseCommit, '-p', headCommit] : ['-p', baseCommit];
+      const committed = await mirror(repo, ['commit-tree', comparison.tree, ...parents, '-m', message]);
+      if (committed.code !== 0) throw new Error('git commit-tree failed');
+      newCommit = committed.out.trim();
+    }
+
+    const ref = `refs/heads/${cr.baseRef}`;
+    let results: Awaited<ReturnType<GitService['pushToUpstream']>>;
+    try {
+      results = await git.pushToUpstream(repo, [{ ref, oldSha: baseCommit, newSha: newCommit }]);
+    } catch (error) {
+      throw new RepositoryUnreachableError(
+        `Cannot push the merge to the project's repository: ${(error as Error).message}`,
+        field,
+      );
+    }
+    const verdict = results[0];
+    if (!verdict?.ok && DIRTY_WORK_TREE.test(verdict?.reason ?? '')) {
+      throw new ConflictError(
+        `${cr.baseRef} is checked out in ${project.repositoryUrl} and its work tree has uncommitted changes (${verdict?.reason}): commit or stash them there, then merge again.`,
+        field,
+      );
+    }
+    if (!verdict?.ok) {
+      throw new ConflictError(
+        `${cr.baseRef} moved while merging (${verdict?.reason ?? 'rejected'}); merge again.`,
+        field,
+      );
+    }
+    const merged = await db.changeRequest.update({
+      where: { id: cr.id },
+      data: {
+        ...refresh,
+        status: 'MERGED',
+        mergeMethod: input.method,
+        mergeCommit: newCommit,
+        mergedAt: new Date(),
+      },
+    });
+    log.info({ changeRequestId: cr.id, method: input.method, commit: newCommit }, 'change request merged');
+    return publish(merged);
+  }
+
   return {
     load,
 
@@ -179,8 +274,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { project: true } });
       if (!session) throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      assertCanReadSession(principal, session);
-      if (principal.kind !== 'SANDBOX') assertCanWriteProject(principal, session, 'sessions:write');
+      authorize(principal, 'changeRequest.open', session);
       const title = requireText(input.title, ['input', 'title'], { max: 200 });
       const description = input.description
         ? requireText(input.description, ['input', 'description'], { min: 0, max: 20_000 })
@@ -213,114 +307,46 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
           deletions: comparison.deletions,
           mergeable: comparison.mergeable,
           conflicts: comparison.conflicts,
-          createdById:
-            principal.kind === 'USER'
-              ? principal.userId
-              : principal.kind === 'SANDBOX'
-                ? principal.userId
-                : null,
+          createdById: onBehalfOf(principal),
         },
       });
       log.info({ changeRequestId: cr.id, sessionId, mergeable: cr.mergeable }, 'change request opened');
       return publish(cr);
     },
 
-    /** mergeChangeRequest: users and service accounts with projects:write. */
+    /**
+     * mergeChangeRequest: users and service accounts with projects:write. A refused merge is logged
+     * (with the request's id) before its typed error answers.
+     */
     async merge(
       principal: Principal,
       input: { changeRequestId: string; method: MergeMethod },
     ): Promise<ChangeRequest> {
-      const cr = await load(principal, input.changeRequestId);
-      assertCanWriteProject(principal, cr, 'projects:write');
-      if (cr.status !== 'OPEN') {
-        throw new ConflictError(`This change request is ${cr.status}; only an OPEN one can be merged.`, [
-          'input',
-          'changeRequestId',
-        ]);
-      }
-      const project = await db.project.findUniqueOrThrow({ where: { id: cr.projectId } });
-      const repo = repoRef(project, options.encryptionKey);
-      const field = ['input', 'changeRequestId'];
-      // Merge what the branches are now, not what they were when the request was opened.
-      const headCommit = await commitOf(repo, cr.headRef, field);
-      const baseCommit = await commitOf(repo, cr.baseRef, field);
-      const comparison = await compare(repo, headCommit, baseCommit);
-      const refresh = {
-        headCommit,
-        baseCommit,
-        filesChanged: comparison.filesChanged,
-        additions: comparison.additions,
-        deletions: comparison.deletions,
-        mergeable: comparison.mergeable,
-        conflicts: comparison.conflicts,
-      };
-
-      let newCommit: string;
-      if (input.method === 'FAST_FORWARD') {
-        const ancestor = await mirror(repo, ['merge-base', '--is-ancestor', baseCommit, headCommit]);
-        if (ancestor.code !== 0) {
-          await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
-          throw new NotFastForwardError(
-            `${cr.baseRef} has commits the session branch lacks, so it cannot fast-forward: merge with MERGE or SQUASH, or reconcile the session branch first.`,
-            ['input', 'method'],
-          );
-        }
-        newCommit = headCommit;
-      } else {
-        if (!comparison.mergeable || !comparison.tree) {
-          await db.changeRequest.update({ where: { id: cr.id }, data: refresh });
-          throw new MergeConflictError(comparison.conflicts, field);
-        }
-        const message =
-          input.method === 'MERGE'
-            ? `Merge change request: ${cr.title}\n\nMerges ${cr.headRef} into ${cr.baseRef}.\n`
-            : `${cr.title}\n\n${cr.description ? `${cr.description}\n\n` : ''}Squashed from ${cr.headRef}.\n`;
-        const parents = input.method === 'MERGE' ? ['-p', baseCommit, '-p', headCommit] : ['-p', baseCommit];
-        const committed = await mirror(repo, ['commit-tree', comparison.tree, ...parents, '-m', message]);
-        if (committed.code !== 0) throw new Error('git commit-tree failed');
-        newCommit = committed.out.trim();
-      }
-
-      const ref = `refs/heads/${cr.baseRef}`;
-      let results: Awaited<ReturnType<GitService['pushToUpstream']>>;
       try {
-        results = await git.pushToUpstream(repo, [{ ref, oldSha: baseCommit, newSha: newCommit }]);
+        return await mergeOnce(principal, input);
       } catch (error) {
-        throw new RepositoryUnreachableError(
-          `Cannot push the merge to the project's repository: ${(error as Error).message}`,
-          field,
+        const code = error instanceof DomainError ? error.code : 'INTERNAL';
+        log[error instanceof DomainError ? 'info' : 'warn'](
+          {
+            changeRequestId: input.changeRequestId,
+            method: input.method,
+            code,
+            reason: (error as Error).message,
+          },
+          'change request merge failed',
         );
+        throw error;
       }
-      const verdict = results[0];
-      if (!verdict?.ok) {
-        throw new ConflictError(
-          `${cr.baseRef} moved while merging (${verdict?.reason ?? 'rejected'}); merge again.`,
-          field,
-        );
-      }
-      const merged = await db.changeRequest.update({
-        where: { id: cr.id },
-        data: {
-          ...refresh,
-          status: 'MERGED',
-          mergeMethod: input.method,
-          mergeCommit: newCommit,
-          mergedAt: new Date(),
-        },
-      });
-      log.info({ changeRequestId: cr.id, method: input.method, commit: newCommit }, 'change request merged');
-      return publish(merged);
     },
 
     /** closeChangeRequest: the session's own sandbox token, or users with sessions:write. */
     async close(principal: Principal, input: { changeRequestId: string }): Promise<ChangeRequest> {
       const cr = await load(principal, input.changeRequestId);
-      if (principal.kind === 'SANDBOX') {
-        if (principal.sessionId !== cr.sessionId) {
+      const decision = decide(principal, 'changeRequest.close', cr);
+      if (!decision.allowed) {
+        if (decision.status === 404)
           throw new NotFoundError('No change request with that id.', ['input', 'changeRequestId']);
-        }
-      } else {
-        assertCanWriteProject(principal, cr, 'sessions:write');
+        throw refusalError(decision);
       }
       const { count } = await db.changeRequest.updateMany({
         where: { id: cr.id, status: 'OPEN' },

@@ -2,8 +2,9 @@
 // instead of receiving them in the environment. The first claim wins atomically; a restarted daemon
 // gets alreadyClaimed: true and no prompt, so the prompt is never sent twice.
 import type { Db } from '../platform';
-import { NotFoundError, forbidden } from '../errors';
+import { NotFoundError } from '../errors';
 import type { Principal } from '../auth/principal';
+import { assertDaemon } from '../auth/policy';
 
 export interface BootstrapClaim {
   sessionId: string;
@@ -21,7 +22,7 @@ export function createClaimService(options: { db: Db; now?: () => number }) {
   const now = options.now ?? Date.now;
   return {
     async claim(principal: Principal | null): Promise<BootstrapClaim> {
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only a sandbox token can claim its bootstrap.');
+      assertDaemon(principal, 'Only a sandbox token can claim its bootstrap.');
       const { count } = await db.session.updateMany({
         where: { id: principal.sessionId, bootstrapClaimedAt: null },
         data: { bootstrapClaimedAt: new Date(now()) },

@@ -3,8 +3,8 @@
 // for the user on whose behalf it is made. Reloads, the conversation, the agent proxy and the
 // preview proxy all go through here, so transport concerns (provider preview tokens, port rules)
 // plug in at one place.
-import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
-import type { Principal } from '../auth/principal';
+import { USER_CONTEXT_HEADER, type UserContextAudience, signUserContext } from '../../contract/user-context';
+import { type Principal, contextUserOf } from '../auth/principal';
 import { decrypt } from '../auth/crypto';
 
 /** The daemon's own header naming the sandbox port to proxy to (agent/proxy.ts). */
@@ -30,9 +30,7 @@ export class DaemonUnavailableError extends Error {
 
 /** The user id a daemon sees in the user context. */
 export function contextUserId(principal: Principal): string {
-  if (principal.kind === 'USER') return principal.userId;
-  if (principal.kind === 'SERVICE_ACCOUNT') return `service-account:${principal.serviceAccountId}`;
-  return principal.userId ?? `session:${principal.sessionId}`;
+  return contextUserOf(principal);
 }
 
 export interface DaemonClientOptions {
@@ -55,20 +53,38 @@ export function createDaemonClient(options: DaemonClientOptions) {
     return target.serviceUrl.replace(/\/+$/, '');
   }
 
-  /** Headers that authorize one request to the daemon for `userId` (short-lived). */
-  function headers(target: DaemonTarget, userId: string, ttlSeconds = 120): Record<string, string> {
+  /**
+   * Headers that authorize one request to the daemon for `userId` (short-lived), for one audience:
+   * `control` for the daemon's routes (request() below), `opencode` for the agent proxy, `app` with
+   * its port for preview and share traffic (docs/agent-api.md).
+   */
+  function headers(
+    target: DaemonTarget,
+    claims: { userId: string; audience: UserContextAudience; port?: number; ttlSeconds?: number },
+  ): Record<string, string> {
     baseUrl(target);
     const token = decrypt(options.encryptionKey, target.sandboxTokenEnc!);
-    return {
-      [USER_CONTEXT_HEADER]: signUserContext({ sessionId: target.sessionId, userId, ttlSeconds }, token),
-    };
+    const signed = signUserContext(
+      {
+        sessionId: target.sessionId,
+        userId: claims.userId,
+        audience: claims.audience,
+        ...(claims.port === undefined ? {} : { port: claims.port }),
+        ttlSeconds: claims.ttlSeconds ?? 120,
+      },
+      token,
+    );
+    const own: Record<string, string> = { [USER_CONTEXT_HEADER]: signed };
+    // An older daemon reads the port from this header; a newer one checks it names the claims' port.
+    if (claims.audience === 'app') own[TARGET_PORT_HEADER] = String(claims.port);
+    return own;
   }
 
   return {
     baseUrl,
     headers,
 
-    /** One request; network failures become DaemonUnavailableError. The caller reads the status. */
+    /** One control call; network failures become DaemonUnavailableError. The caller reads the status. */
     async request(
       target: DaemonTarget,
       userId: string,
@@ -80,7 +96,7 @@ export function createDaemonClient(options: DaemonClientOptions) {
         return await fetchImpl(url, {
           method: init.method ?? 'GET',
           headers: {
-            ...headers(target, userId),
+            ...headers(target, { userId, audience: 'control' }),
             ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
           },
           body: init.body === undefined ? undefined : JSON.stringify(init.body),

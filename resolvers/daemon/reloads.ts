@@ -6,7 +6,6 @@
 import type { Reload, ReloadPhaseName, ReloadPhaseStatus } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
-import { assertCanWriteSession } from '../auth/authz';
 import {
   type DaemonClient,
   DaemonUnavailableError,
@@ -17,6 +16,7 @@ import { ConflictError, NotFoundError, forbidden } from '../errors';
 import type { Events } from '../events/events';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
+import { assertDaemon, authorize } from '../auth/policy';
 
 export interface ReloadServiceOptions {
   db: Db;
@@ -73,12 +73,7 @@ export function createReloadService(options: ReloadServiceOptions) {
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       const session = await db.session.findUnique({ where: { id: sessionId }, include: { sandbox: true } });
       if (!session) throw new NotFoundError('No session with that id.', ['input', 'sessionId']);
-      if (principal.kind === 'SANDBOX') {
-        if (principal.sessionId !== session.id)
-          throw forbidden('A sandbox token can only reload its own session.');
-      } else {
-        assertCanWriteSession(principal, session);
-      }
+      authorize(principal, 'session.reload', session);
       const sandbox = session.sandbox;
       if (session.status !== 'RUNNING' || !sandbox?.serviceUrl || !sandbox.sandboxTokenEnc) {
         throw new ConflictError(
@@ -124,7 +119,7 @@ export function createReloadService(options: ReloadServiceOptions) {
       principal: Principal | null,
       input: { reloadId: string; phase: ReloadPhaseName; status: ReloadPhaseStatus; message?: string | null },
     ): Promise<Reload> {
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report reload phases.');
+      assertDaemon(principal, 'Only the sandbox token can report reload phases.');
       const reloadId = parseId(input.reloadId, 'Reload', ['input', 'reloadId']);
       const reload = await db.reload.findUnique({ where: { id: reloadId } });
       if (!reload) throw new NotFoundError('No reload with that id.', ['input', 'reloadId']);

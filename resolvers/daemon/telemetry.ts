@@ -19,6 +19,7 @@ import type { Events } from '../events/events';
 import { createKeyedBatcher } from '../batch';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
+import { assertDaemon } from '../auth/policy';
 
 /** What the daemon sends (docs/agent-api.md): one type for both ends of the wire. */
 export type ReportTelemetryInput = TelemetryInput;
@@ -259,7 +260,7 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
     /** reportTelemetry: only the sandbox's own token; returns the stored sample once committed. */
     async report(principal: Principal | null, input: ReportTelemetryInput): Promise<TelemetrySample> {
       const sandboxId = parseId(input.sandboxId, 'Sandbox', ['input', 'sandboxId']);
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report telemetry.');
+      assertDaemon(principal, 'Only the sandbox token can report telemetry.');
       if (principal.sandboxId !== sandboxId) {
         throw forbidden('A sandbox token can only report telemetry for its own sandbox.');
       }

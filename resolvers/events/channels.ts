@@ -2,7 +2,16 @@
 // server/pubsub.ts implements the port (event log + broker); services and schema depend only on this.
 import { GraphQLError } from 'graphql';
 import type { SqlClient } from '../platform';
-import type { SessionSnapshot } from '../sessions/readiness';
+
+/** The parts of a session's state an event freezes, so a replay shows them as they were. */
+export interface SessionSnapshot {
+  status: string;
+  provisioningPhase?: string | null;
+  stopReason?: string | null;
+  /** null: no sandbox yet (or gone); undefined: not known to the publisher. */
+  sandboxStatus?: string | null;
+  runtimeState?: string | null;
+}
 
 /** A telemetry sample carried inside its event, so delivering it needs no database read. */
 export interface TelemetrySnapshot {

@@ -2,10 +2,11 @@
 // daemon, Session.messages reads its transcript, and the events the daemon forwards become the
 // sessionEvents stream (through the event log, so seq/resume work like every other stream).
 import type { Db } from '../platform';
-import type { Logger } from '../platform';
+import type { Logger, RawSql } from '../platform';
 import type { AgentEventPayload, PubSub } from '../events/channels';
-import { assertCanReadSession, assertCanWriteSession } from '../auth/authz';
+import { assertCanWriteSession } from '../auth/authz';
 import type { Principal } from '../auth/principal';
+import { assertDaemon } from '../auth/policy';
 import { type DaemonClient, DaemonUnavailableError, contextUserId } from '../daemon/daemon-client';
 import { ConflictError, DomainError, NotFoundError, ValidationError, forbidden } from '../errors';
 import { parseId } from '../ids';
@@ -35,6 +36,14 @@ export interface MessagePartView {
   url: string | null;
   mime: string | null;
   filename: string | null;
+  /** Epoch ms (OpenCode's part or tool state time). */
+  startedAt?: number | null;
+  endedAt?: number | null;
+  /** toolOutput or text was cut with a marker. */
+  outputTruncated?: boolean;
+  /** patch parts. */
+  files?: string[] | null;
+  patchHash?: string | null;
 }
 
 export interface MessageView {
@@ -42,6 +51,7 @@ export interface MessageView {
   role: string;
   text: string;
   createdAt: Date | null;
+  completedAt?: Date | null;
   error: string | null;
   parts: MessagePartView[];
 }
@@ -162,6 +172,18 @@ export interface ConversationServiceOptions {
   logger: Logger;
   /** SINGULACOMP API base URL clients use (attachment URLs). */
   apiUrl: () => string;
+  sql: RawSql;
+  /** Where the forwarded events are kept (Session.messages reads it): resolvers/sessions/record.ts. */
+  record: ConversationRecord;
+}
+
+export interface ConversationRecord {
+  ingest(
+    sessionId: string,
+    events: readonly Json[],
+    attachmentUrl: (messageId: string, partId: string) => string,
+  ): Promise<void>;
+  messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]>;
 }
 
 export type ConversationService = ReturnType<typeof createConversationService>;
@@ -254,37 +276,53 @@ export function createConversationService(options: ConversationServiceOptions) {
       return { session, aborted: body.aborted === true };
     },
 
-    /** Session.messages: the transcript, oldest first. A stopped session has none to show. */
-    async messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]> {
-      assertCanReadSession(principal, session);
-      const full = await runningSession(session.id, ['id']);
-      if (full.status !== 'RUNNING') return [];
-      const body = await call(principal, full, '/singulacomp/messages', {}, 200);
-      const url = attachmentUrlFor(session.id);
-      const messages = Array.isArray(body.messages) ? body.messages : [];
-      return messages.map((raw) => {
-        const info = obj(obj(raw).info);
-        const parts = (Array.isArray(obj(raw).parts) ? (obj(raw).parts as unknown[]) : []).map((p) =>
-          partView(obj(p), url),
-        );
-        const created = obj(info.time).created;
-        return {
-          id: str(info.id) ?? '',
-          role: str(info.role) ?? 'assistant',
-          text: parts
-            .filter((p) => p.type === 'text' && p.text)
-            .map((p) => p.text)
-            .join(''),
-          createdAt: typeof created === 'number' ? new Date(created) : null,
-          error: errorText(info.error),
-          parts,
-        };
-      });
+    /** Session.messages: the session's record, oldest first (also once the sandbox is gone). */
+    messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]> {
+      return options.record.messages(principal, session);
+    },
+
+    /**
+     * sessionEvents with `after` whose next event the log no longer keeps (pruned after an hour):
+     * the record as events (each message, then each part with its whole state), stamped with the
+     * stream's current seq, to be followed live from that seq. null: the log can replay it.
+     */
+    async replayFromRecord(
+      principal: Principal,
+      session: { id: string; accountId: string },
+      after: number,
+    ): Promise<{ seq: number; events: AgentEventPayload[] } | null> {
+      const seq = await pubsub.currentSeq('sessionEvents', session.id);
+      if (seq <= after) return null;
+      const kept = await options.sql.query<{ n: number }>(
+        `SELECT count(*)::int AS "n" FROM "RealtimeEvent" WHERE "topic" = 'sessionEvents' AND "key" = $1 AND "seq" = $2`,
+        [session.id, after + 1],
+      );
+      if (Number(kept[0]?.n ?? 0) > 0) return null;
+      const events: AgentEventPayload[] = [];
+      for (const message of await options.record.messages(principal, session)) {
+        events.push({
+          kind: 'MESSAGE_UPDATED',
+          opencodeSessionId: null,
+          messageId: message.id,
+          role: message.role,
+          ...(message.error ? { error: message.error } : {}),
+        });
+        for (const part of message.parts) {
+          events.push({
+            kind: part.type === 'tool' ? 'TOOL_CALL' : 'PART_UPDATED',
+            opencodeSessionId: null,
+            messageId: message.id,
+            partId: part.id,
+            part: part as unknown as Json,
+          });
+        }
+      }
+      return { seq, events };
     },
 
     /** reportAgentEvents: the sandbox token of the session forwards OpenCode's events, in order. */
     async report(principal: Principal | null, input: { sessionId: string; events: readonly string[] }) {
-      if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token can report agent events.');
+      assertDaemon(principal, 'Only the sandbox token can report agent events.');
       const sessionId = parseId(input.sessionId, 'Session', ['input', 'sessionId']);
       if (sessionId !== principal.sessionId) {
         throw forbidden('A sandbox token can only report events of its own session.');
@@ -294,6 +332,7 @@ export function createConversationService(options: ConversationServiceOptions) {
       }
       const url = attachmentUrlFor(sessionId);
       const mapped: AgentEventPayload[] = [];
+      const raw: Json[] = [];
       input.events.forEach((text, index) => {
         if (text.length > MAX_EVENT_CHARS) {
           throw new ValidationError(`Event ${index} is over ${MAX_EVENT_CHARS} characters.`, [
@@ -307,10 +346,15 @@ export function createConversationService(options: ConversationServiceOptions) {
         } catch {
           throw new ValidationError(`Event ${index} is not JSON.`, ['input', 'events']);
         }
+        raw.push(obj(json));
         const event = agentEventFrom(obj(json), url);
         if (event) mapped.push(event);
       });
-      // Appends enter the event log's queue in call order, so seqs follow OpenCode's order.
+      // The record first: an event in the log is always in the record too, so a replay the log can
+      // no longer serve is served from the record (replayFromRecord). Appends enter the event log's
+      // queue in call order, so seqs follow OpenCode's order; the daemon sends its next batch only
+      // after this answer.
+      await options.record.ingest(sessionId, raw, url);
       const seqs = await Promise.all(
         mapped.map((event) =>
           pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),

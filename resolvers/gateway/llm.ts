@@ -3,6 +3,7 @@
 // the per-session token usage taken from the upstream's own usage fields. The HTTP transport is
 // server/llm-gateway.ts.
 import type { SandboxPrincipal } from '../auth/principal';
+import { can } from '../auth/policy';
 import type { TokenService } from '../auth/tokens';
 import type { Db, Logger } from '../platform';
 
@@ -229,14 +230,15 @@ export function createLlmGatewayService(options: LlmGatewayOptions) {
       } catch (error) {
         throw new GatewayError(401, 'authentication_error', (error as Error).message);
       }
-      if (principal?.kind !== 'SANDBOX') {
+      if (!can(principal, 'llm.call')) {
         throw new GatewayError(
           403,
           'permission_error',
           'The LLM gateway accepts only a sandbox token (SINGULACOMP_TOKEN).',
         );
       }
-      return principal;
+      // The policy allows only a sandbox token here.
+      return principal as SandboxPrincipal;
     },
 
     /** The upstream that serves this account in this dialect: its own override, else the server's. */

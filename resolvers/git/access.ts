@@ -6,9 +6,10 @@ import type { Project } from '../../prisma/generated/client/client';
 import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import type { Principal } from '../auth/principal';
+import { decide } from '../auth/policy';
 import type { TokenService } from '../auth/tokens';
 import { isUuid } from '../ids';
-import { repoRef } from '../sessions/lifecycle';
+import { repoRef } from './project-repo';
 import type { GitService, RefUpdate, RefUpdateResult, RepoRef } from './git';
 
 export const ZERO_SHA = '0000000000000000000000000000000000000000';
@@ -66,22 +67,14 @@ export function createGitAccess(options: GitAccessOptions) {
   const { db, tokens, git } = options;
   const log = options.logger.child({ module: 'git-access' });
 
-  /** The ref update rules; null when `command` is allowed for this grant, else the refusal. */
+  /** The ref update rules (the policy's git.updateRef); null when `command` is allowed, else the refusal. */
   function refusal(grant: GitGrant, command: PushCommand): string | null {
-    const { principal, project } = grant;
-    const allowed = principal.kind === 'SANDBOX' ? `refs/heads/${principal.sessionId}` : null;
-    const hint = allowed ? ` This session may push only ${allowed} (git push origin HEAD).` : '';
-    if (command.ref === `refs/heads/${project.defaultBranch}`) {
-      return `the default branch ${project.defaultBranch} is written only by merging a change request.${hint}`;
-    }
-    if (command.newSha === ZERO_SHA) return `deleting refs is not allowed through the git proxy.${hint}`;
-    if (allowed) {
-      return command.ref === allowed ? null : `${command.ref} is not this session's branch.${hint}`;
-    }
-    if (!command.ref.startsWith('refs/heads/')) {
-      return `only branches (refs/heads/*) can be pushed through the git proxy, not ${command.ref}.`;
-    }
-    return null;
+    const decision = decide(grant.principal, 'git.updateRef', {
+      ref: command.ref,
+      newSha: command.newSha,
+      defaultBranch: grant.project.defaultBranch,
+    });
+    return decision.allowed ? null : decision.message;
   }
 
   return {
@@ -106,15 +99,9 @@ export function createGitAccess(options: GitAccessOptions) {
       const notFound = new GitAccessError(404, 'No such project repository for this credential.');
       if (!isUuid(projectId)) throw notFound;
       const project = await db.project.findUnique({ where: { id: projectId.toLowerCase() } });
-      if (!project || project.accountId !== principal.accountId) throw notFound;
-      if (principal.kind === 'SANDBOX') {
-        if (principal.projectId !== project.id) throw notFound;
-      } else {
-        const scope = service === 'git-receive-pack' ? 'projects:write' : 'projects:read';
-        if (!principal.scopes.has(scope)) {
-          throw new GitAccessError(403, `This token lacks the ${scope} scope.`);
-        }
-      }
+      if (!project) throw notFound;
+      const decision = decide(principal, service === 'git-receive-pack' ? 'git.push' : 'git.fetch', project);
+      if (!decision.allowed) throw new GitAccessError(decision.status === 404 ? 404 : 403, decision.message);
       return { principal, project, repo: repoRef(project, options.encryptionKey) };
     },
 

@@ -38,6 +38,8 @@ export interface ProvisionJob {
    * (the creating process cuts it before it sends its own job).
    */
   cutBranch?: boolean;
+  /** The request that created the session: the attempt's log lines carry it. */
+  requestId?: string;
 }
 
 export interface TeardownJob {

@@ -19,6 +19,7 @@ import {
 } from '../errors';
 import { parseId } from '../ids';
 import type { Principal, SandboxPrincipal } from '../auth/principal';
+import { decide } from '../auth/policy';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ProviderName } from '../providers/types';
 
@@ -54,9 +55,11 @@ type LeaseRow = ExecutionLease & { provider: ProviderName; providerSandboxId: st
 
 /** The caller must be the sandbox token of exactly this session (R-AUTH-4). */
 export function assertOwnSession(principal: Principal | null, sessionId: string): SandboxPrincipal {
-  if (principal?.kind !== 'SANDBOX') throw forbidden('Only the sandbox token of this session can do this.');
-  if (principal.sessionId !== sessionId) throw forbidden('A sandbox token can only reach its own session.');
-  return principal;
+  const decision = decide(principal, 'daemon.lease', { sessionId });
+  // A missing credential reads as the others do: this call is the sandbox token's.
+  if (!decision.allowed)
+    throw forbidden(principal ? decision.message : 'Only the sandbox token of this session can do this.');
+  return principal as SandboxPrincipal;
 }
 
 export function createLeaseService(options: LeaseServiceOptions) {

@@ -1,14 +1,15 @@
 // syncProjectManifest: reads singulacomp.yaml (or legacy singulacomp.toml) from the repository at a
-// ref and replaces the project's templates with what it declares (R-IMG-1, R-SBX-4).
-import { loadManifest } from '../../image/manifest';
-import type { Db } from '../platform';
+// ref and replaces the project's templates with what it declares (R-IMG-1, R-SBX-4). A manifest read
+// at an older commit of the default branch is stale: a session create re-reads it (refreshIfStale).
+import type { Db, Logger } from '../platform';
 import { assertCanWriteProject } from '../auth/authz';
-import { ManifestInvalidError, NotFoundError } from '../errors';
+import { NotFoundError } from '../errors';
 import type { GitService } from '../git/git';
 import type { Principal } from '../auth/principal';
 import type { ProjectService } from './projects';
-import { repoRef, resolveProjectRef } from '../sessions/lifecycle';
+import { repoRef, resolveProjectRef } from '../git/project-repo';
 import { requireRefName } from '../validate';
+import { readManifestAt, writeTemplates } from './manifest-read';
 
 export type ManifestService = ReturnType<typeof createManifestService>;
 
@@ -17,8 +18,13 @@ export function createManifestService(options: {
   git: GitService;
   projects: ProjectService;
   encryptionKey: Buffer;
+  logger?: Logger;
 }) {
   const { db, git } = options;
+  const log = options.logger?.child({ module: 'manifests' });
+  /** Refreshes in flight per project, so a burst of creates reads a moved manifest once. */
+  const refreshing = new Map<string, Promise<boolean>>();
+
   return {
     async sync(principal: Principal, input: { projectId: string; ref: string | null }) {
       const project = await options.projects.load(principal, input.projectId, ['input', 'projectId']);
@@ -28,52 +34,49 @@ export function createManifestService(options: {
       const commit = await resolveProjectRef(git, repo, ref);
       if (!commit)
         throw new NotFoundError(`"${ref}" does not exist in the project's repository.`, ['input', 'ref']);
-      const at = commit;
-      const result = await loadManifest({ readFile: (path) => git.readFileAtRef(repo, at, path) });
-      if (!result.ok) {
-        const first = result.errors[0];
-        throw new ManifestInvalidError(
-          `The manifest has ${result.errors.length} problem(s); the first: ${first?.field.join('.')}: ${first?.message}`,
-          result.errors,
-          first ? first.field : null,
-        );
-      }
-      const templates = result.manifest?.templates ?? [];
-      const defaultSlug = result.manifest?.defaultSlug ?? null;
-      const warningsFor = (index: number, slug: string) =>
-        result.warnings.filter(
-          (w) =>
-            w.startsWith(`sandbox.templates.${index}.`) ||
-            w.startsWith(`sandbox.templates[${index}]`) ||
-            w.includes(`"${slug}"`),
-        );
-      const updated = await db.$transaction(async (tx) => {
-        await tx.template.deleteMany({
-          where: { projectId: project.id, slug: { notIn: templates.map((t) => t.slug) } },
-        });
-        for (const [index, template] of templates.entries()) {
-          const data = {
-            name: template.name,
-            dockerfile: template.source.kind === 'dockerfile' ? template.source.path : null,
-            image: template.source.kind === 'image' ? template.source.reference : null,
-            cpu: template.spec.cpu,
-            memoryGiB: template.spec.memoryGiB,
-            diskGiB: template.spec.diskGiB,
-            isDefault: template.slug === defaultSlug,
-            warnings: warningsFor(index, template.slug),
-          };
-          await tx.template.upsert({
-            where: { projectId_slug: { projectId: project.id, slug: template.slug } },
-            create: { projectId: project.id, slug: template.slug, ...data },
-            update: data,
+      const read = await readManifestAt(git, repo, commit);
+      const updated = await db.$transaction((tx) => writeTemplates(tx, project.id, read));
+      return { project: updated, commit, warnings: read.result.warnings };
+    },
+
+    /**
+     * Re-reads the manifest when the default branch has moved (now at `commit`) since the project's
+     * manifest was read. Only for projects whose manifest was read at all (one created through the API
+     * always is); an invalid manifest upstream keeps the templates as they were, with a warning logged.
+     */
+    async refreshIfStale(
+      project: { id: string; repositoryUrl: string; gitCredentialEnc: string | null },
+      manifestCommit: string | null,
+      commit: string,
+    ): Promise<boolean> {
+      if (manifestCommit === null || manifestCommit === commit) return false;
+      const key = `${project.id}:${commit}`;
+      const pending = refreshing.get(key);
+      if (pending) return pending;
+      const run = (async () => {
+        const repo = repoRef(project, options.encryptionKey);
+        try {
+          const read = await readManifestAt(git, repo, commit);
+          await db.$transaction(async (tx) => {
+            // Another process may have read a newer commit meanwhile: only a still-stale row moves.
+            const { count } = await tx.project.updateMany({
+              where: { id: project.id, manifestCommit },
+              data: { manifestCommit: commit },
+            });
+            if (count === 1) await writeTemplates(tx, project.id, read);
           });
+          log?.info({ projectId: project.id, commit }, 'manifest re-read: the default branch moved');
+          return true;
+        } catch (error) {
+          log?.warn(
+            { projectId: project.id, commit, err: error },
+            'manifest re-read failed; the templates stay as they were',
+          );
+          return false;
         }
-        return tx.project.update({
-          where: { id: project.id },
-          data: { manifestCommit: commit, manifestSyncedAt: new Date() },
-        });
-      });
-      return { project: updated, commit: at, warnings: result.warnings };
+      })().finally(() => refreshing.delete(key));
+      refreshing.set(key, run);
+      return run;
     },
   };
 }

@@ -6,20 +6,18 @@
 //
 // Sandboxes are private: every request to the daemon's port goes through Daytona's preview proxy
 // with `x-daytona-preview-token`, a token Daytona renews on every start; create and start return it
-// as `serviceHeaders`. Snapshots unused for two weeks become `inactive` and are activated before a
-// create; a failed snapshot keeps its name forever (409 on re-create), so a rebuild takes a new one.
+// as `serviceHeaders`. Snapshots unused for two weeks become `inactive`; activation is asynchronous
+// (the snapshot goes `pending` and is awaited until `active`) and refused for ten minutes after the
+// deactivation (waited out). A failed snapshot keeps its name forever (409 on re-create), so a
+// rebuild takes a new one.
 // Every call, with the spec it was checked against, is listed in docs/providers/daytona.md.
 import {
   Daytona,
   DaytonaConflictError,
-  Image,
   type Sandbox,
   type SandboxState as DaytonaState,
   type Snapshot,
 } from '@daytonaio/sdk';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   DEFAULT_ENTRY_COMMAND,
   errorContext,
@@ -31,6 +29,7 @@ import {
 } from './common';
 import {
   ProviderBuildError,
+  ProviderBusyError,
   ProviderEntryFailedError,
   ProviderNotFoundError,
   ProviderSnapshotUnusableError,
@@ -148,12 +147,35 @@ export interface DaytonaProviderOptions {
   entryGraceMs?: number;
   /** Interval of snapshot and entry polls. @default 250 */
   pollIntervalMs?: number;
+  /** Longest wait for a snapshot build to end (Daytona and the SDK have none). @default 3_600_000 */
+  snapshotBuildTimeoutMs?: number;
+  /**
+   * Longest wait for an inactive snapshot to be active again: the ten minutes Daytona refuses
+   * activation after a deactivation, then its `pending` processing. @default 1_200_000
+   */
+  snapshotActivationTimeoutMs?: number;
+  /** Interval between activation attempts while Daytona's deactivation runs. @default 30_000 */
+  activationRetryIntervalMs?: number;
   /** Snapshot names tried for one content key before giving up (the first, then -r2, -r3 …). @default 5 */
   maxSnapshotGenerations?: number;
   retry?: RetryOptions;
 }
 
 const ENTRY_SESSION = 'singulacomp-entry';
+/** SNAP activateSnapshot within ten minutes of a deactivation. */
+const DEACTIVATION_IN_PROGRESS = /deactivation is still in progress/i;
+
+/** The SDK's own snapshots API client (its axios instance maps errors to DaytonaError classes). */
+interface SnapshotsApi {
+  createSnapshot(body: {
+    name: string;
+    buildInfo: { contextHashes: string[]; dockerfileContent: string };
+    cpu: number;
+    memory: number;
+    disk: number;
+    regionId?: string;
+  }): Promise<{ data: Snapshot }>;
+}
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class DaytonaProvider implements SandboxProvider {
@@ -184,7 +206,7 @@ export class DaytonaProvider implements SandboxProvider {
     return this.options.pollIntervalMs ?? 250;
   }
 
-  private retry<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  private retry<T>(operation: string, fn: (attempt: number) => Promise<T>): Promise<T> {
     const context = errorContext(this.name, operation, this.options.apiKeyEnvVar);
     return withProviderRetry(fn, context, this.options.retry);
   }
@@ -224,6 +246,15 @@ export class DaytonaProvider implements SandboxProvider {
           // The POST may have succeeded before polling failed: remove the half-created sandbox
           // (found by its name) so the retry does not collide with it.
           await this.removeByName(name);
+          // 409 "Sandbox with name … already exists": the name is our sandbox id's, so the holder
+          // is an earlier attempt whose answer was lost; it was just removed, so try again.
+          if (error instanceof DaytonaConflictError) {
+            throw new ProviderBusyError(
+              errorContext(this.name, 'create', this.options.apiKeyEnvVar),
+              `${error.message}; removed the earlier attempt's sandbox`,
+              { cause: error },
+            );
+          }
           throw error;
         }
       });
@@ -421,17 +452,23 @@ export class DaytonaProvider implements SandboxProvider {
     }
   }
 
-  /** Polls a building snapshot until it leaves the BUILDING states. */
-  private async settle(snapshot: Snapshot, operation: string): Promise<Snapshot> {
+  private get buildTimeoutMs(): number {
+    return this.options.snapshotBuildTimeoutMs ?? 3_600_000;
+  }
+
+  /**
+   * Polls a building (or activating) snapshot until it leaves the BUILDING states or `timeoutMs`
+   * passes (ProviderBuildError: the snapshot may still finish; the next build looks again). A poll
+   * that fails transiently is retried as a read: nothing is posted again.
+   */
+  private async settle(snapshot: Snapshot, operation: string, timeoutMs: number): Promise<Snapshot> {
     let current = snapshot;
-    const deadline = Date.now() + this.timeoutSeconds * 1000;
+    const deadline = Date.now() + timeoutMs;
     while (mapDaytonaSnapshotState(current.state) === 'BUILDING') {
       if (Date.now() > deadline) {
-        throw new ProviderSnapshotUnusableError(
+        throw new ProviderBuildError(
+          `DAYTONA snapshot ${current.name} is still ${current.state} after ${Math.round(timeoutMs / 1000)} s`,
           errorContext(this.name, operation, this.options.apiKeyEnvVar),
-          current.name,
-          current.state,
-          `still ${current.state} after ${this.timeoutSeconds} s`,
         );
       }
       await sleep(this.pollIntervalMs);
@@ -456,13 +493,13 @@ export class DaytonaProvider implements SandboxProvider {
         });
       throw error;
     }
-    snapshot = await this.settle(snapshot, 'create');
-    const condition = mapDaytonaSnapshotState(snapshot.state);
-    if (condition === 'ACTIVE') return;
+    snapshot = await this.settle(snapshot, 'create', this.buildTimeoutMs);
+    let condition = mapDaytonaSnapshotState(snapshot.state);
     if (condition === 'INACTIVE') {
-      await this.activate(snapshot, 'create');
-      return;
+      snapshot = await this.activate(snapshot, 'create');
+      condition = mapDaytonaSnapshotState(snapshot.state);
     }
+    if (condition === 'ACTIVE') return;
     throw new ProviderSnapshotUnusableError(
       context,
       ref,
@@ -471,13 +508,29 @@ export class DaytonaProvider implements SandboxProvider {
     );
   }
 
-  private async activate(snapshot: Snapshot, operation: string): Promise<void> {
-    try {
-      await this.retry(operation, () => this.client.snapshot.activate(snapshot.id));
-    } catch (error) {
-      // Activated meanwhile by another process: "already active" is the state we wanted.
-      if (!(error instanceof ProviderValidationError && /already active/i.test(error.message))) throw error;
+  /**
+   * Activates an inactive snapshot and waits until it is usable. Daytona answers at once with the
+   * snapshot `pending` and processes it again; within ten minutes of its deactivation it refuses
+   * (400 "deactivation is still in progress"), which is waited out. Returns the settled snapshot.
+   */
+  private async activate(snapshot: Snapshot, operation: string): Promise<Snapshot> {
+    const timeoutMs = this.options.snapshotActivationTimeoutMs ?? 1_200_000;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        await this.retry(operation, () => this.client.snapshot.activate(snapshot.id));
+        break;
+      } catch (error) {
+        // Activated meanwhile by another process: "already active" is the state we wanted.
+        if (error instanceof ProviderValidationError && /already active/i.test(error.message)) break;
+        const cooling =
+          error instanceof ProviderValidationError && DEACTIVATION_IN_PROGRESS.test(error.message);
+        if (!cooling || Date.now() > deadline) throw error;
+        await sleep(this.options.activationRetryIntervalMs ?? 30_000);
+      }
     }
+    const current = await this.retry(operation, () => this.client.snapshot.get(snapshot.name));
+    return this.settle(current, operation, Math.max(deadline - Date.now(), this.pollIntervalMs));
   }
 
   /**
@@ -496,13 +549,11 @@ export class DaytonaProvider implements SandboxProvider {
       const name = generation === 1 ? base : `${base}-r${generation}`;
       const existing = await this.findSnapshot(name);
       if (!existing) return this.createSnapshot(name, request.dockerfile, spec);
-      const settled = await this.settle(existing, 'buildSnapshot');
-      const condition = mapDaytonaSnapshotState(settled.state);
-      if (condition === 'ACTIVE') return name;
-      if (condition === 'INACTIVE') {
-        await this.activate(settled, 'buildSnapshot');
-        return name;
+      let settled = await this.settle(existing, 'buildSnapshot', this.buildTimeoutMs);
+      if (mapDaytonaSnapshotState(settled.state) === 'INACTIVE') {
+        settled = await this.activate(settled, 'buildSnapshot');
       }
+      if (mapDaytonaSnapshotState(settled.state) === 'ACTIVE') return name;
     }
     throw new ProviderBuildError(
       `DAYTONA snapshot ${base}: the last ${generations} builds failed; fix the Dockerfile, then remove the failed snapshots in Daytona`,
@@ -510,35 +561,36 @@ export class DaytonaProvider implements SandboxProvider {
     );
   }
 
+  /**
+   * Posts the build once and polls it ourselves, with a deadline: the SDK's `snapshot.create` polls
+   * without one, and retrying it after a failed poll would post the name again (409 for a build
+   * Daytona is still running). A retried post first looks the name up, so a post whose answer was
+   * lost is awaited rather than repeated.
+   */
   private async createSnapshot(name: string, dockerfile: string, spec: HardwareSpec): Promise<string> {
-    // The SDK reads Dockerfiles from disk only.
-    const dir = await mkdtemp(join(tmpdir(), 'singulacomp-dockerfile-'));
-    try {
-      const path = join(dir, 'Dockerfile');
-      await writeFile(path, dockerfile);
-      const image = Image.fromDockerfile(path);
-      await this.retry('buildSnapshot', async () => {
-        try {
-          return await this.client.snapshot.create(
-            { name, image, resources: { cpu: spec.cpu, memory: spec.memoryGiB, disk: spec.diskGiB } },
-            { timeout: 0 },
-          );
-        } catch (error) {
-          // The SDK reports a build that ended in error/build_failed as a status-less DaytonaError.
-          if (error instanceof Error && /Failed to create snapshot/.test(error.message)) {
-            throw new ProviderBuildError(
-              `DAYTONA snapshot ${name} failed to build: ${error.message}`,
-              errorContext(this.name, 'buildSnapshot', this.options.apiKeyEnvVar),
-              { cause: error },
-            );
-          }
-          throw error;
-        }
+    const context = errorContext(this.name, 'buildSnapshot', this.options.apiKeyEnvVar);
+    const api = (this.client.snapshot as unknown as { snapshotsApi: SnapshotsApi }).snapshotsApi;
+    const posted = await this.retry('buildSnapshot', async (attempt) => {
+      if (attempt > 1) {
+        const existing = await this.findSnapshot(name);
+        if (existing) return existing;
+      }
+      const response = await api.createSnapshot({
+        name,
+        buildInfo: { contextHashes: [], dockerfileContent: dockerfile },
+        cpu: spec.cpu,
+        memory: spec.memoryGiB,
+        disk: spec.diskGiB,
+        ...(this.options.target ? { regionId: this.options.target } : {}),
       });
-      return name;
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+      return response.data;
+    });
+    const settled = await this.settle(posted, 'buildSnapshot', this.buildTimeoutMs);
+    if (mapDaytonaSnapshotState(settled.state) === 'ACTIVE') return name;
+    throw new ProviderBuildError(
+      `DAYTONA snapshot ${name} failed to build (${settled.state}): ${settled.errorReason ?? 'no reason given'}`,
+      context,
+    );
   }
 
   async close(): Promise<void> {
@@ -547,15 +599,22 @@ export class DaytonaProvider implements SandboxProvider {
   }
 }
 
-/** True when something behind the preview proxy answered (the proxy itself says 502 when nothing listens). */
-async function serviceAnswers(url: string, headers: Record<string, string>): Promise<boolean> {
+/**
+ * True when something behind the preview proxy answered: not the proxy's 502 (nothing listens), nor
+ * its 307 to the sign-in page (token refused; older proxies said 401).
+ */
+export async function serviceAnswers(url: string, headers: Record<string, string>): Promise<boolean> {
   try {
     const response = await fetch(`${url.replace(/\/+$/, '')}/singulacomp/health`, {
       headers,
       signal: AbortSignal.timeout(1_000),
+      // A bad or stale token is redirected to Daytona's sign-in page, which answers 200.
+      redirect: 'manual',
     });
     await response.body?.cancel();
-    return response.status !== 502 && response.status !== 401;
+    return (
+      response.status < 300 || (response.status >= 400 && response.status !== 401 && response.status !== 502)
+    );
   } catch {
     return false;
   }

@@ -4,8 +4,17 @@
 // were, so `start` = connect does not relaunch the entry); the sandbox's own deadline pauses rather
 // than kills it, and keepAlive pushes that deadline out — but never past the plan's maximum sandbox
 // length (start + 1 h on Hobby, 24 h on Pro), which `expiresAt` reports so the session can end
-// cleanly first. Every call, with the spec it was checked against, is in docs/providers/e2b.md.
-import { ApiClient, ConnectionConfig, Sandbox, type SandboxState as E2BState, Template } from 'e2b';
+// cleanly first. Creates are spaced to the plan's rate (Hobby: one a second), since the SDK retries
+// a 429 only when it carries Retry-After. Every call, with the spec it was checked against, is in
+// docs/providers/e2b.md.
+import {
+  ApiClient,
+  ConnectionConfig,
+  RateLimitError,
+  Sandbox,
+  type SandboxState as E2BState,
+  Template,
+} from 'e2b';
 import type { RuntimeSource } from '../../image/dockerfile';
 import { parseDockerfile, splitFlags } from '../../image/dockerfile-parser';
 import {
@@ -21,8 +30,10 @@ import {
 import {
   ProviderAccessError,
   ProviderHttpError,
+  ProviderLifetimeExceededError,
   ProviderNotFoundError,
   ProviderNotRunningError,
+  ProviderSnapshotUnusableError,
   type RetryOptions,
   withProviderRetry,
 } from './errors';
@@ -46,14 +57,31 @@ export {
   SERVICE_PORT,
 } from './common';
 
+export type E2BPlan = 'hobby' | 'pro';
+
 /**
- * E2B's published Pro-tier limits (custom templates up to 8 vCPU and 8 GiB RAM; 20 GiB sandbox
- * disk). Disk is a plan property on E2B, not a template parameter (R-SBX-4).
+ * E2B's published plan limits: custom templates up to 8 vCPU and 8 GiB RAM on both; sandbox disk
+ * 10 GiB on Hobby, 20 GiB on Pro (disk is a plan property, not a template parameter, R-SBX-4);
+ * maximum sandbox length 1 h / 24 h; sandbox creates per second 1 on Hobby.
  */
-export const E2B_CAPS: HardwareSpec = { cpu: 8, memoryGiB: 8, diskGiB: 20 };
+export const E2B_PLAN_LIMITS: Record<
+  E2BPlan,
+  { caps: HardwareSpec; maxLifetimeMs: number; minCreateIntervalMs: number }
+> = {
+  // A tenth over the plan's rate: requests sent exactly a second apart can arrive closer.
+  hobby: {
+    caps: { cpu: 8, memoryGiB: 8, diskGiB: 10 },
+    maxLifetimeMs: 3_600_000,
+    minCreateIntervalMs: 1_100,
+  },
+  pro: { caps: { cpu: 8, memoryGiB: 8, diskGiB: 20 }, maxLifetimeMs: 86_400_000, minCreateIntervalMs: 220 },
+};
+
+/** The Hobby plan's caps (the default plan). */
+export const E2B_CAPS: HardwareSpec = E2B_PLAN_LIMITS.hobby.caps;
 
 /** E2B's maximum sandbox length on the Hobby plan (Pro: 24 h). @see E2BProviderOptions.maxSandboxLifetimeMs */
-export const E2B_HOBBY_MAX_LIFETIME_MS = 3_600_000;
+export const E2B_HOBBY_MAX_LIFETIME_MS = E2B_PLAN_LIMITS.hobby.maxLifetimeMs;
 
 /**
  * E2B runs templates with 1 or an even number of vCPUs: an odd count rounds up to the next even
@@ -96,13 +124,17 @@ export interface E2BProviderOptions {
   apiKeyEnvVar?: string;
   /** Per-request timeout. @default 60_000 */
   requestTimeoutMs?: number;
-  /** This team's template maximum (CPU ≤ 8, memory ≤ 8 GiB on E2B's plans). @default E2B_CAPS */
+  /** The team's plan: its disk, sandbox length and create rate. @default 'hobby' */
+  plan?: E2BPlan;
+  /** This team's template maximum (CPU ≤ 8, memory ≤ 8 GiB on E2B's plans). @default the plan's caps */
   caps?: Partial<HardwareSpec>;
   /**
    * The plan's maximum sandbox length from start (or resume); keep-alives cannot pass it.
-   * @default 3_600_000 (Hobby; Pro is 86_400_000)
+   * @default the plan's (Hobby 3_600_000, Pro 86_400_000)
    */
   maxSandboxLifetimeMs?: number;
+  /** Least time between two sandbox creates of this adapter. @default the plan's (Hobby 1_100) */
+  minCreateIntervalMs?: number;
   /** Interval of template build polls. @default 500 */
   pollIntervalMs?: number;
   retry?: RetryOptions;
@@ -118,14 +150,27 @@ export class E2BProvider implements SandboxProvider {
   private readonly servicePort: number;
   private readonly idleTimeoutMs: number;
   private readonly hostToUrl: (host: string) => string;
+  private readonly minCreateIntervalMs: number;
+  /** When the next create may be sent (creates are spaced to the plan's rate). */
+  private nextCreateAt = 0;
 
   constructor(private readonly options: E2BProviderOptions) {
+    const plan = E2B_PLAN_LIMITS[options.plan ?? 'hobby'];
     this.entryCommand = options.entryCommand ?? DEFAULT_ENTRY_COMMAND;
     this.servicePort = options.servicePort ?? SERVICE_PORT;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 1_800_000;
     this.hostToUrl = options.hostToUrl ?? ((host) => `https://${host}`);
-    this.caps = capsFrom(options.caps, E2B_CAPS);
-    this.maxSandboxLifetimeMs = options.maxSandboxLifetimeMs ?? E2B_HOBBY_MAX_LIFETIME_MS;
+    this.caps = capsFrom(options.caps, plan.caps);
+    this.maxSandboxLifetimeMs = options.maxSandboxLifetimeMs ?? plan.maxLifetimeMs;
+    this.minCreateIntervalMs = options.minCreateIntervalMs ?? plan.minCreateIntervalMs;
+  }
+
+  /** Waits for this create's turn: at most one create per `minCreateIntervalMs`. */
+  private async createTurn(): Promise<void> {
+    const now = Date.now();
+    const at = Math.max(now, this.nextCreateAt);
+    this.nextCreateAt = at + this.minCreateIntervalMs;
+    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now));
   }
 
   /** The idle deadline to ask for: E2B refuses a create timeout above the maximum length (400). */
@@ -167,6 +212,7 @@ export class E2BProvider implements SandboxProvider {
     const startedAt = Date.now();
     try {
       sandbox = await this.retry('create', async () => {
+        await this.createTurn();
         try {
           return await Sandbox.create(template, {
             ...this.connection,
@@ -176,10 +222,29 @@ export class E2BProvider implements SandboxProvider {
             lifecycle: { onTimeout: 'pause' },
           });
         } catch (error) {
+          // Refused for the rate (requests sent a turn apart can arrive closer): the next attempt
+          // waits a whole turn. Nothing was created, so there is nothing to remove.
+          if (error instanceof RateLimitError) {
+            this.nextCreateAt = Math.max(this.nextCreateAt, Date.now() + this.minCreateIntervalMs);
+            throw error;
+          }
           // A create that failed after the API accepted it leaves a sandbox tagged with our id.
           await this.removeTagged(request.sandboxId);
           throw error;
         }
+      }).catch((error: unknown) => {
+        // sandbox_create.go: a template unknown to the team, or with no ready build, is a 404.
+        // The stored snapshot cannot boot: provisioning marks it failed so it is rebuilt.
+        if (request.snapshotRef && error instanceof ProviderNotFoundError) {
+          throw new ProviderSnapshotUnusableError(
+            errorContext(this.name, 'create', this.options.apiKeyEnvVar),
+            request.snapshotRef,
+            'unusable',
+            `E2B has no ready build of this template (${error.message})`,
+            { cause: error },
+          );
+        }
+        throw error;
       });
       const created = sandbox;
       await this.retry('launchEntry', async () => {
@@ -221,11 +286,21 @@ export class E2BProvider implements SandboxProvider {
     };
   }
 
-  /** Resumes (or reconnects to) the sandbox; a resumed sandbox's maximum length counts anew. */
+  /**
+   * Resumes (or reconnects to) the sandbox; a resumed sandbox's maximum length counts anew. One
+   * still running past its maximum length (E2B pauses it shortly) answers 400: it is paused here and
+   * resumed, which starts a new length.
+   */
   async start(providerSandboxId: string): Promise<ProviderSandbox> {
-    const sandbox = await this.retry('start', () =>
-      Sandbox.connect(providerSandboxId, { ...this.connection, timeoutMs: this.timeoutMs }),
-    );
+    const connect = () =>
+      this.retry('start', () =>
+        Sandbox.connect(providerSandboxId, { ...this.connection, timeoutMs: this.timeoutMs }),
+      );
+    const sandbox = await connect().catch(async (error: unknown) => {
+      if (!(error instanceof ProviderLifetimeExceededError)) throw error;
+      await this.retry('start', () => Sandbox.pause(providerSandboxId, this.connection));
+      return connect();
+    });
     const info = await this.retry('start', () => Sandbox.getInfo(providerSandboxId, this.connection));
     return this.describe(providerSandboxId, sandbox.getHost(this.servicePort), info.startedAt.getTime());
   }

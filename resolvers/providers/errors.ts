@@ -29,6 +29,7 @@ import {
   TimeoutError as E2BTimeoutError,
 } from 'e2b';
 import type { ProviderName } from './types';
+import { cappedExponentialMs, retry } from '../../contract/retry';
 
 /** Environment variable an operator sets to fix a provider's credentials (named in auth errors). */
 export const API_KEY_ENV_VARS: Record<ProviderName, string> = {
@@ -109,8 +110,8 @@ export class ProviderUnavailableError extends ProviderError {
 export class ProviderValidationError extends ProviderError {}
 
 /**
- * Thrown when the provider keeps refusing because the resource is changing state (Daytona and E2B
- * 409, Daytona's "state change in progress") after the retries allowed: try again later.
+ * Thrown when the provider keeps refusing because the resource is changing state (E2B 409,
+ * Daytona's 400 "State change in progress") after the retries allowed: try again later.
  */
 export class ProviderBusyError extends ProviderError {
   constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
@@ -123,8 +124,9 @@ export class ProviderBusyError extends ProviderError {
 }
 
 /**
- * Thrown when a request exceeds the account's per-sandbox or total resource limits (Daytona 403
- * "exceeds maximum allowed per sandbox" / "Total CPU limit exceeded"): the key is fine, the size is not.
+ * Thrown when a request exceeds the account's resource limits (Daytona 400 or 403 "exceeds maximum
+ * allowed per sandbox" / "Total CPU limit exceeded" / "… quota exceeded", E2B 429 over the plan's
+ * concurrent sandboxes): the key is fine, the size or the number of sandboxes is not.
  */
 export class ProviderQuotaError extends ProviderError {
   constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
@@ -154,8 +156,9 @@ export class ProviderAccessError extends ProviderError {
 }
 
 /**
- * Thrown when an in-sandbox process or toolbox session ended (Daytona toolbox 404 PROCESS_NOT_FOUND,
- * 410 SESSION_ENDED): the sandbox itself still exists, so the operation is retried.
+ * Thrown when an in-sandbox process or toolbox session is gone (Daytona's daemon: 404 with code
+ * `NOT_FOUND` or `PROCESS_NOT_FOUND`, 410 `SESSION_ENDED`): the sandbox itself still exists, so the
+ * operation is retried.
  */
 export class ProviderSessionLostError extends ProviderError {}
 
@@ -254,8 +257,9 @@ function headerOf(headers: unknown, name: string): unknown {
 }
 
 /**
- * Plain status classes. `conflict` says what 409 means for the provider: Daytona and E2B answer it
- * for a resource in transition (retry), Platinum's contract for a state or name clash (final).
+ * Plain status classes. `conflict` says what 409 means for the provider: E2B answers it for a
+ * sandbox in transition (retry); Daytona (a name taken, a session that exists, "recovery attempted
+ * recently") and Platinum's contract for a clash that another attempt does not resolve (final).
  */
 function statusMapping(
   status: number,
@@ -272,13 +276,24 @@ function statusMapping(
   return null;
 }
 
-/** Daytona's quota refusals (apps/api/src/sandbox/services/sandbox.service.ts validateOrganizationQuotas). */
+/**
+ * Daytona's quota refusals (apps/api sandbox.service.ts and snapshot.service.ts
+ * validateOrganizationQuotas, organization usage): "CPU request 8 exceeds maximum allowed per
+ * sandbox (4)", "Total CPU limit exceeded. Maximum allowed: 10", "… quota exceeded", and the
+ * per-organization counts ("Snapshot quota exceeded", "Volume quota exceeded", "maximum number of
+ * … reached"). Answered as 400 by current Daytona, as 403 by older releases: both are matched.
+ */
 const DAYTONA_QUOTA =
-  /exceeds maximum allowed per sandbox|total (cpu|memory|disk) limit exceeded|quota exceeded/i;
+  /exceeds maximum allowed per sandbox|total (cpu|gpu|memory|disk) (limit|quota) exceeded|quota exceeded|limit exceeded|maximum number of .* reached/i;
 /** Daytona's 403s about a resource rather than the key (region.service.ts, snapshot.service.ts). */
 const DAYTONA_ACCESS = /region .*not available|not available to the organization|organization is suspended/i;
 /** Daytona's "busy" refusals (SandboxError 400 in sandbox.service.ts start/stop/destroy). */
 const DAYTONA_BUSY = /state change in progress/i;
+/**
+ * E2B's concurrency refusal (infra packages/api: 429 "you have reached the maximum number of
+ * concurrent E2B sandboxes"): a plan limit, not a request rate — waiting seconds does not help.
+ */
+const E2B_CONCURRENCY = /concurrent/i;
 /** E2B keep-alive past the sandbox's maximum length (infra packages/api/internal/orchestrator/keep_alive.go). */
 const E2B_LIFETIME = /max instance length exceeded/i;
 
@@ -308,6 +323,13 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     map: () => ({ kind: 'session-lost' }),
   },
   {
+    // The daemon answers a missing session or command with code NOT_FOUND (apps/daemon toolbox
+    // process/session); the SDK makes it a plain DaytonaNotFoundError with source DAYTONA_DAEMON.
+    source: 'Daytona toolbox 404 NOT_FOUND (a session or command, not the sandbox)',
+    matches: (e) => e instanceof DaytonaNotFoundError && e.source === 'DAYTONA_DAEMON',
+    map: () => ({ kind: 'session-lost' }),
+  },
+  {
     // The API never answers 410 for a sandbox (a removed one is 404); the toolbox does for a session.
     source: 'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)',
     matches: (e) => e instanceof DaytonaGoneError,
@@ -334,9 +356,11 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     map: () => ({ kind: 'busy' }),
   },
   {
+    // A name taken, a toolbox session that exists, "recovery attempted recently": never a state
+    // change (that is the 400 above), so another attempt gets the same answer.
     source: 'DaytonaConflictError (409)',
     matches: (e) => e instanceof DaytonaConflictError,
-    map: () => ({ kind: 'busy' }),
+    map: () => ({ kind: 'validation' }),
   },
   {
     source: 'DaytonaRateLimitError (429)',
@@ -396,8 +420,8 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
     matches: (e) =>
       e instanceof DaytonaError &&
       typeof e.statusCode === 'number' &&
-      statusMapping(e.statusCode, undefined, 'busy') !== null,
-    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined, 'busy') as Mapped,
+      statusMapping(e.statusCode, undefined) !== null,
+    map: (e) => statusMapping((e as DaytonaError).statusCode as number, undefined) as Mapped,
   },
   {
     source: 'e2b SandboxError 400 Max instance length exceeded',
@@ -429,6 +453,11 @@ export const ERROR_MAPPING: readonly ErrorMappingRow[] = [
       const status = leadingStatus(e);
       return (status !== null && statusMapping(status, undefined, 'busy')) || { kind: 'build' };
     },
+  },
+  {
+    source: 'e2b RateLimitError 429 over the concurrent sandboxes of the plan',
+    matches: (e) => e instanceof E2BRateLimitError && messageMatches(e, E2B_CONCURRENCY),
+    map: () => ({ kind: 'quota' }),
   },
   {
     source: 'e2b RateLimitError (429 after the SDK’s own Retry-After retries)',
@@ -586,11 +615,9 @@ export interface RetryOptions {
   onRetry?: (info: { attempt: number; delayMs: number; error: ProviderError }) => void;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Backoff delay before attempt `attempt + 1` (attempt counts from 1). */
+/** Backoff delay before attempt `attempt + 1` (attempt counts from 1), before jitter. */
 export function backoffDelayMs(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
-  return Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+  return cappedExponentialMs(attempt - 1, { initialMs: baseDelayMs, maxMs: maxDelayMs });
 }
 
 /**
@@ -604,26 +631,32 @@ export async function withProviderRetry<T>(
   context: ProviderErrorContext,
   options: RetryOptions = {},
 ): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 4;
-  const baseDelayMs = options.baseDelayMs ?? 250;
-  const maxDelayMs = options.maxDelayMs ?? 4_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
-  const jitter = options.jitter ?? true;
-  const sleep = options.sleep ?? defaultSleep;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn(attempt);
-    } catch (raw) {
-      const error = toProviderError(raw, context, attempt);
-      if (!isRetryable(error) || attempt >= maxAttempts) throw error;
-      let delayMs = backoffDelayMs(attempt, baseDelayMs, maxDelayMs);
-      if (jitter) delayMs = Math.round(delayMs / 2 + (Math.random() * delayMs) / 2);
-      if (error instanceof ProviderRateLimitedError && error.retryAfterMs !== null) {
-        if (error.retryAfterMs > maxRetryAfterMs) throw error;
-        delayMs = error.retryAfterMs;
+  return retry<T, ProviderError>(
+    async (attempt) => {
+      try {
+        return await fn(attempt);
+      } catch (raw) {
+        throw toProviderError(raw, context, attempt);
       }
-      options.onRetry?.({ attempt, delayMs, error });
-      await sleep(delayMs);
-    }
-  }
+    },
+    {
+      maxAttempts: options.maxAttempts ?? 4,
+      // Jitter within [delay/2, delay]: never past the cap.
+      backoff: {
+        initialMs: options.baseDelayMs ?? 250,
+        maxMs: options.maxDelayMs ?? 4_000,
+        jitter: (options.jitter ?? true) ? 0.5 : 0,
+        jitterSide: 'below',
+      },
+      retryable: isRetryable,
+      delayFor: (error, backoffMs) => {
+        if (!(error instanceof ProviderRateLimitedError) || error.retryAfterMs === null) return backoffMs;
+        if (error.retryAfterMs > maxRetryAfterMs) throw error;
+        return error.retryAfterMs;
+      },
+      onRetry: options.onRetry,
+      sleep: options.sleep,
+    },
+  );
 }

@@ -24,6 +24,8 @@ export interface CloudProviderSettings {
     domain: string | null;
     sandboxUrl: string | null;
     caps: { cpu?: number; memoryGiB?: number };
+    /** The team's plan (disk cap, sandbox length, create rate). @default 'hobby' */
+    plan?: 'hobby' | 'pro';
     /** The plan's maximum sandbox length (hobby 1 h, pro 24 h). */
     maxSandboxLifetimeMs: number;
   } | null;
@@ -67,6 +69,7 @@ export function createCloudProviders(
         ...(env.e2b.domain ? { domain: env.e2b.domain } : {}),
         ...(env.e2b.sandboxUrl ? { sandboxUrl: env.e2b.sandboxUrl } : {}),
         caps: env.e2b.caps,
+        ...(env.e2b.plan ? { plan: env.e2b.plan } : {}),
         maxSandboxLifetimeMs: env.e2b.maxSandboxLifetimeMs,
         ...common,
       }),

@@ -2,11 +2,14 @@
 // this host. The workspace is a clone of the session branch; the entry process gets the injected
 // environment of R-SBX-3 and nothing else from the server's own environment. With bubblewrap
 // (local-isolation.ts) the process group runs in namespaces of its own and sees only its workspace
-// and home; without it a sandbox runs as the server's user and can read what the server can.
-import { type ChildProcess, spawn } from 'node:child_process';
+// and home; without it a sandbox runs as the server's user and can read what the server can. A root
+// server runs each isolated sandbox as an unprivileged uid of its own (local-uids.ts), which owns
+// the sandbox's workspace and home.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { freePort } from '../../contract/ports';
 import { dirname, join } from 'node:path';
 import { ProviderValidationError } from './errors';
@@ -14,11 +17,14 @@ import {
   BRIDGE_SCRIPT,
   type HostBridges,
   SANDBOX_RUN_DIR,
+  type SandboxIdentity,
   bwrapArgs,
-  defaultReadOnlyDirs,
+  defaultReadOnlyPaths,
   openHostBridges,
+  sandboxEtcEntries,
 } from './local-isolation';
-import { killByEnvironment } from './process-tree';
+import type { LocalUidAllocator } from './local-uids';
+import { killByEnvironment, pidsWithEnvironment } from './process-tree';
 import type { CreateSandboxRequest, ProviderSandbox, SandboxProvider, SandboxState } from './types';
 
 export interface LocalProviderOptions {
@@ -49,7 +55,21 @@ export interface LocalProviderOptions {
    * `bwrap`: namespaces and a private filesystem per sandbox. `none`: plain host processes; with
    * `refuse` set, launching is refused with that message (production without isolation).
    */
-  isolation: { mode: 'bwrap'; dataDir: string; readOnlyDirs?: string[] } | { mode: 'none'; refuse?: string };
+  isolation:
+    | {
+        mode: 'bwrap';
+        dataDir: string;
+        /** Paths bound read-only besides the system ones. @default defaultReadOnlyPaths() */
+        readOnlyDirs?: string[];
+        /** Where a root server takes each sandbox's uid from (R-ISO-2). Required when running as root. */
+        uids?: LocalUidAllocator;
+      }
+    | { mode: 'none'; refuse?: string };
+  /**
+   * Given to the daemon as SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS: after this long without reaching
+   * the API it stops itself, and the sandbox with it (the lease TTL: by then the lease is gone).
+   */
+  controlPlaneTimeoutMs?: number;
   /** Loopback port of this server's API, forwarded into isolated sandboxes. */
   apiPort?: () => number | null;
   /** Further host loopback ports isolated sandboxes may reach (e.g. a model endpoint). @default [] */
@@ -97,6 +117,8 @@ export async function processStartTicks(pid: number): Promise<string | null> {
     return null;
   }
 }
+
+const execFileAsync = promisify(execFile);
 
 function alive(pid: number): boolean {
   try {
@@ -156,6 +178,8 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     servicePort: number;
     /** Port the API answers on inside an isolated sandbox (fixed at creation, survives restarts). */
     apiPortInside?: number;
+    /** Host uid/gid of an isolated sandbox of a root server. */
+    identity?: SandboxIdentity;
   }
 
   const readConfig = async (id: string) =>
@@ -168,7 +192,15 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     const apiPort = options.apiPort?.() ?? null;
     if (config.apiPortInside && apiPort) egress.set(config.apiPortInside, apiPort);
     for (const port of options.egressPorts ?? []) egress.set(port, port);
-    bridges.set(id, await openHostBridges({ runDir: runDirOf(id), egress, servicePort: config.servicePort }));
+    bridges.set(
+      id,
+      await openHostBridges({
+        runDir: runDirOf(id),
+        egress,
+        servicePort: config.servicePort,
+        owner: config.identity ?? null,
+      }),
+    );
   }
 
   async function closeBridges(id: string): Promise<void> {
@@ -177,12 +209,33 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     await open?.close();
   }
 
+  /**
+   * The uid an isolated sandbox of a root server runs as: claimed once (at creation, or at the first
+   * launch of a sandbox created before uids were), kept in sandbox.json, owning its workspace and home.
+   */
+  async function identityOf(id: string, config: SandboxConfig): Promise<SandboxIdentity | null> {
+    if (isolation.mode !== 'bwrap' || process.getuid?.() !== 0) return null;
+    if (config.identity) return config.identity;
+    if (!isolation.uids) throw new Error('a root server needs a uid range for isolated LOCAL sandboxes');
+    const identity = await isolation.uids.claim(dirOf(id));
+    const dir = dirOf(id);
+    await mkdir(join(dir, 'home'), { recursive: true });
+    for (const sub of ['workspace', 'home']) {
+      await execFileAsync('chown', ['-R', `${identity.uid}:${identity.gid}`, join(dir, sub)]);
+      await chmod(join(dir, sub), 0o700);
+    }
+    config.identity = identity;
+    await writeFile(join(dir, 'sandbox.json'), JSON.stringify(config), { mode: 0o600 });
+    return identity;
+  }
+
   async function launch(id: string): Promise<ProviderSandbox> {
     if (isolation.mode === 'none' && isolation.refuse) {
       throw new ProviderValidationError(isolation.refuse, { provider: 'LOCAL', operation: 'create' });
     }
     const dir = dirOf(id);
     const config = await readConfig(id);
+    const identity = await identityOf(id, config);
     const opencodePort = await freePort();
     const workspace = join(dir, 'workspace');
     const home = join(dir, 'home');
@@ -203,6 +256,8 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       Object.entries(config.env).filter(([k]) => k.startsWith('SINGULACOMP_')),
     );
     const env: Record<string, string> = { ...config.env, ...passed, HOME: home, ...platform };
+    if (options.controlPlaneTimeoutMs)
+      env.SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS = String(options.controlPlaneTimeoutMs);
     // The CLI shim (singulacomp, its git credential helper) comes first on the sandbox's PATH.
     if (options.binDir) env.PATH = [options.binDir, env.PATH].filter(Boolean).join(':');
     let file = '/bin/sh';
@@ -213,6 +268,18 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       // Only system directories and this Node are visible inside: the server's own Node comes first.
       env.PATH = [dirname(process.execPath), ...(env.PATH ?? '/usr/bin:/bin').split(':')].join(':');
       const runDir = runDirOf(id);
+      // The sandbox's uid has a name inside (tools that look themselves up in /etc/passwd).
+      let etc: { passwd: string; group: string } | undefined;
+      if (identity) {
+        const lines = sandboxEtcEntries(identity, home);
+        etc = { passwd: join(runDir, 'passwd'), group: join(runDir, 'group') };
+        for (const name of ['passwd', 'group'] as const) {
+          const host = await readFile(join('/etc', name), 'utf8').catch(() => '');
+          await writeFile(etc[name], `${host}${host.endsWith('\n') || !host ? '' : '\n'}${lines[name]}`, {
+            mode: 0o644,
+          });
+        }
+      }
       const spec = {
         runDir: SANDBOX_RUN_DIR,
         egressPorts: [
@@ -230,8 +297,10 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
           home,
           runDir,
           dataDir: isolation.dataDir,
-          readOnly: isolation.readOnlyDirs ?? defaultReadOnlyDirs(),
+          readOnly: isolation.readOnlyDirs ?? defaultReadOnlyPaths(),
           ...(options.binDir ? { visibleInDataDir: [options.binDir] } : {}),
+          identity,
+          ...(etc ? { etc } : {}),
         }),
         '--',
         process.execPath,
@@ -297,20 +366,44 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     }
   }
 
+  /**
+   * The process group SIGTERM goes to. An isolated sandbox runs in a session of its own, started
+   * inside it by the bridge: that group (bridge, entrypoint, daemon) is signalled, and the bubblewrap
+   * processes around it end once it has. Otherwise the entry's own group.
+   */
+  async function termGroupOf(id: string, pid: number): Promise<number> {
+    if (isolation.mode !== 'bwrap') return pid;
+    const sessionId = await sessionIdOf(id);
+    if (!sessionId) return pid;
+    for (const candidate of await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)) {
+      try {
+        const stat = await readFile(`/proc/${candidate}/stat`, 'utf8');
+        const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+        // The bridge is `node <bridge script> …`; the bubblewrap processes name it further on.
+        const argv = (await readFile(`/proc/${candidate}/cmdline`, 'utf8')).split('\0');
+        if (session === candidate && candidate !== pid && argv[1] === BRIDGE_SCRIPT) return candidate;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return pid;
+  }
+
   async function stopGroup(id: string): Promise<void> {
     const pid = await pidOf(id);
     if (!pid || !alive(pid)) return;
-    const signal = (sig: NodeJS.Signals) => {
+    const signal = (group: number, sig: NodeJS.Signals) => {
       try {
-        process.kill(-pid, sig);
+        process.kill(-group, sig);
       } catch {
         // already gone
       }
     };
-    signal('SIGTERM');
+    signal(await termGroupOf(id, pid), 'SIGTERM');
     const deadline = Date.now() + (options.stopGraceMs ?? 5_000);
     while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    if (alive(pid)) signal('SIGKILL');
+    // The outer bubblewrap's group: its PID namespace, with everything in it, ends with it.
+    if (alive(pid)) signal(pid, 'SIGKILL');
     // A child of this process only disappears from the table once reaped.
     const child = children.get(id);
     if (child && child.exitCode === null && child.signalCode === null) {
@@ -321,6 +414,22 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   return {
     name: 'LOCAL',
     processOf: (id) => children.get(id),
+    // Host processes: the template's memory and cpu are reported, not enforced.
+    limitsEnforced: { memory: false, cpu: false },
+
+    async logTail(id, maxBytes) {
+      const file = await open(join(dirOf(id), 'entry.log'), 'r').catch(() => null);
+      if (!file) return null;
+      try {
+        const { size } = await file.stat();
+        const length = Math.min(size, maxBytes);
+        const buffer = Buffer.alloc(length);
+        await file.read(buffer, 0, length, size - length);
+        return buffer.toString('utf8');
+      } finally {
+        await file.close();
+      }
+    },
 
     async reattach() {
       const failures: Array<{ id: string; error: unknown }> = [];
@@ -352,11 +461,9 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       const servicePort = await freePort();
       const env = { ...request.env, SINGULACOMP_SERVICE_PORT: String(servicePort) };
       const apiPortInside = isolation.mode === 'bwrap' ? (options.apiPort?.() ?? undefined) : undefined;
-      await writeFile(
-        join(dir, 'sandbox.json'),
-        JSON.stringify({ env, servicePort, apiPortInside, labels: request.labels }),
-        { mode: 0o600 },
-      );
+      const config = { env, servicePort, apiPortInside, labels: request.labels };
+      await writeFile(join(dir, 'sandbox.json'), JSON.stringify(config), { mode: 0o600 });
+      await identityOf(id, config);
       return launch(id);
     },
 
@@ -380,6 +487,10 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
 
     async destroy(id) {
       await stopProcess(id);
+      const identity = await readConfig(id)
+        .then((config) => config.identity)
+        .catch(() => undefined);
+      if (identity && isolation.mode === 'bwrap') await isolation.uids?.release(identity.uid, dirOf(id));
       await rm(dirOf(id), { recursive: true, force: true });
       await rm(runDirOf(id), { recursive: true, force: true });
     },

@@ -14,6 +14,7 @@ import {
 import {
   ProviderHttpError,
   ProviderNotFoundError,
+  ProviderSnapshotUnusableError,
   type ProviderErrorContext,
   ProviderValidationError,
   type RetryOptions,
@@ -190,6 +191,18 @@ export class PlatinumProvider implements SandboxProvider {
     try {
       const created = await this.request<PlatinumSandbox>('create', 'POST', '/sandboxes', body, {
         'idempotency-key': request.sandboxId,
+      }).catch((error: unknown) => {
+        // 404 for an unknown image: the stored snapshot cannot boot, provisioning rebuilds it.
+        if (request.snapshotRef && error instanceof ProviderNotFoundError) {
+          throw new ProviderSnapshotUnusableError(
+            errorContext(this.name, 'create', this.options.apiKeyEnvVar),
+            request.snapshotRef,
+            'missing',
+            'Platinum does not know the image',
+            { cause: error },
+          );
+        }
+        throw error;
       });
       id = created.id;
       const settled = await this.settle(created.id, ['provisioning', 'starting'], 'create');

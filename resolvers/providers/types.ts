@@ -136,5 +136,12 @@ export interface SandboxProvider {
    * undefined: no such limit. Sessions must end cleanly before it.
    */
   readonly maxSandboxLifetimeMs?: number;
+  /**
+   * The last `maxBytes` of the entry process's output (stdout and stderr), while the provider still
+   * has the sandbox; null when it has none (R-REC-2).
+   */
+  logTail?(providerSandboxId: string, maxBytes: number): Promise<string | null>;
+  /** Whether the template's memory and cpu are enforced. @default { memory: true, cpu: true } */
+  readonly limitsEnforced?: { memory: boolean; cpu: boolean };
   close?(): Promise<void>;
 }

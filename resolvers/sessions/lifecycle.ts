@@ -9,25 +9,18 @@ import type {
   SessionStatus,
   StopReason,
 } from '../../prisma/generated/client/client';
-import type { Db, RawSql } from '../platform';
+import type { Db, FindManySql, RawSql } from '../platform';
 import type { Logger } from '../platform';
 import { type Settled, createKeyedBatcher } from '../batch';
 import { assertCanReadSession, assertCanWriteSession, assertScope } from '../auth/authz';
-import { decrypt } from '../auth/crypto';
-import {
-  BaseRefNotFoundError,
-  ConflictError,
-  NotFoundError,
-  RepositoryUnreachableError,
-  ValidationError,
-} from '../errors';
+import { BaseRefNotFoundError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Events } from '../events/events';
 import { GitBranchExistsError } from '../git/errors';
-import type { GitService, RefLookup, RepoRef } from '../git/git';
-import { compileFindMany } from '../find-many-sql';
+import type { GitService } from '../git/git';
+import { repoRef, resolveProjectRef } from '../git/project-repo';
 import { parseId } from '../ids';
 import { LIVE_SESSION_STATUSES, sessionLimit } from '../accounts/limits';
-import type { Principal } from '../auth/principal';
+import { type Principal, userOf } from '../auth/principal';
 import { requireNoNul, requireRefName, requireText } from '../validate';
 
 export interface CreateSessionInput {
@@ -45,8 +38,13 @@ const ADMISSION_BATCH = 100;
 
 export interface SessionLifecycleOptions {
   db: Db;
-  /** The same database without Prisma: a session page whose selection allows it is read through it. */
+  /** The same database without Prisma (statements on hot paths). */
   sql: RawSql;
+  /**
+   * Reads a session page whose selection allows it as one statement (a fast path, see
+   * server/fast-paths/README.md). @default none: Prisma reads every page
+   */
+  findManySql?: FindManySql;
   git: GitService;
   events: Events;
   logger: Logger;
@@ -67,6 +65,15 @@ export interface SessionLifecycleOptions {
    * burst of creates asks the upstream once; 0 asks every time.
    */
   refCacheMs?: number;
+  /**
+   * Re-reads the project's manifest when its default branch moved to `commit` since it was read
+   * (resolvers/projects/manifests.ts); resolves true when the templates were rewritten.
+   */
+  refreshManifest?: (
+    project: { id: string; repositoryUrl: string; gitCredentialEnc: string | null },
+    manifestCommit: string | null,
+    commit: string,
+  ) => Promise<boolean>;
 }
 
 export type SessionLifecycle = ReturnType<typeof createSessionLifecycle>;
@@ -87,33 +94,6 @@ export function concurrentSessionLimitError(
       },
     },
   );
-}
-
-export function repoRef(
-  project: { repositoryUrl: string; gitCredentialEnc: string | null },
-  encryptionKey: Buffer,
-): RepoRef {
-  return {
-    url: project.repositoryUrl,
-    credential: project.gitCredentialEnc ? decrypt(encryptionKey, project.gitCredentialEnc) : null,
-  };
-}
-
-/** The commit `ref` names in the project's repository (null: no such ref); unreachable → typed error. */
-export async function resolveProjectRef(
-  git: GitService,
-  repo: RepoRef,
-  ref: string,
-  lookup?: RefLookup,
-): Promise<string | null> {
-  try {
-    return await git.resolveRef(repo, ref, lookup);
-  } catch (error) {
-    throw new RepositoryUnreachableError(
-      `Cannot read the project's repository: ${(error as Error).message}`,
-      ['input', 'projectId'],
-    );
-  }
 }
 
 /**
@@ -153,6 +133,7 @@ type CreateContextRow = AccountLimitRow & {
   repositoryUrl: string;
   defaultBranch: string;
   gitCredentialEnc: string | null;
+  manifestCommit: string | null;
   templateId: string | null;
 };
 
@@ -161,6 +142,7 @@ const READ_FOR_CREATE = `SELECT a."tier"::text AS "tier", a."concurrentSessionLi
   (SELECT count(*) FROM "Session" s
      WHERE s."accountId" = a."id" AND s."status" = ANY($4::text[]::"SessionStatus"[]))::int AS "live",
   p."accountId"::text AS "projectAccountId", p."repositoryUrl", p."defaultBranch", p."gitCredentialEnc",
+  p."manifestCommit",
   (SELECT t."id"::text FROM "Template" t
      WHERE t."projectId" = p."id" AND (CASE WHEN $3::text IS NULL THEN t."isDefault" ELSE t."slug" = $3::text END)
      ORDER BY t."id" LIMIT 1) AS "templateId"
@@ -294,7 +276,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     /**
      * The principal's account's sessions, newest first; `query` is the Prisma selection the GraphQL
      * connection needs. The account filter is the tenancy rule of every session list. A selection of
-     * scalars and to-one relations runs as one SQL statement (resolvers/find-many-sql.ts).
+     * scalars and to-one relations runs as one SQL statement when `findManySql` is given.
      */
     async list<Q extends { select?: unknown; include?: unknown }>(
       principal: Principal,
@@ -303,8 +285,8 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
     ): Promise<Session[]> {
       const where = { accountId: principal.accountId, ...filter };
       const orderBy = [{ createdAt: 'desc' }, { id: 'desc' }] as const;
-      const compiled = compileFindMany('Session', { where, orderBy, query });
-      if (compiled) return (await compiled.run(options.sql)) as unknown as Session[];
+      const rows = options.findManySql?.('Session', { where, orderBy, query });
+      if (rows) return (await rows) as unknown as Session[];
       return db.session.findMany({ ...(query as object), where, orderBy: [...orderBy] });
     },
 
@@ -336,16 +318,33 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
       const baseRef = givenRef ?? project.defaultBranch;
+      const repo = repoRef(project, options.encryptionKey);
+      /** When the default branch moved since the manifest was read, re-reads it and the template. */
+      const refreshTemplate = async (defaultCommit: string): Promise<void> => {
+        if (!options.refreshManifest || project.manifestCommit === null) return;
+        const refreshed = await options.refreshManifest(
+          { id: projectId, repositoryUrl: project.repositoryUrl, gitCredentialEnc: project.gitCredentialEnc },
+          project.manifestCommit,
+          defaultCommit,
+        );
+        if (!refreshed) return;
+        project.manifestCommit = defaultCommit;
+        project.templateId = (await readForCreate(principal.accountId, projectId, slug))?.templateId ?? null;
+      };
+      if (slug && !project.templateId && project.manifestCommit !== null) {
+        // A template added upstream since the manifest was read (a fresh answer: this is the refusal path).
+        const head = await resolveProjectRef(git, repo, project.defaultBranch);
+        if (head) await refreshTemplate(head);
+      }
       if (slug && !project.templateId) {
         throw new NotFoundError(
-          `Template "${input.templateSlug}" is not defined for this project; run syncProjectManifest first.`,
+          `Template "${input.templateSlug}" is not defined for this project: templates come from singulacomp.yaml on its default branch (to read another ref, syncProjectManifest or \`singulacomp projects sync <project> --ref <ref>\`).`,
           ['input', 'templateSlug'],
         );
       }
       const limit = sessionLimit(project);
       if (project.live >= limit) throw refusal(limit, project.live);
 
-      const repo = repoRef(project, options.encryptionKey);
       // Once admitted, this create cuts a branch: a push of the repository about to start waits
       // briefly for it (GitService.expectCut), so a burst's creates share one push.
       const ticket = git.expectCut(repo);
@@ -357,6 +356,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
             'baseRef',
           ]);
         }
+        if (baseRef === project.defaultBranch) await refreshTemplate(baseCommit);
         // The locked admission inserts the session with its base commit: a create refused for its
         // input has written nothing.
         const sessionId = randomUUID();
@@ -364,7 +364,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
           id: sessionId,
           accountId: principal.accountId,
           projectId,
-          userId: principal.kind === 'USER' ? principal.userId : null,
+          userId: userOf(principal),
           templateId: project.templateId,
           agent,
           status: 'PROVISIONING',
@@ -380,6 +380,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         const cut = git.cutBranch(repo, baseCommit, session.branchName, ticket);
         cut.catch(() => {}); // handled below, after the event
         await events.session({ ...session, sandbox: null });
+        log.info({ sessionId, projectId, baseRef, baseCommit }, 'session created');
 
         try {
           await cut;
@@ -417,6 +418,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         stoppedAt: new Date(now()),
       });
       if (!ended) return db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      log.info({ sessionId, reason: reason.slice(0, 2_000) }, 'session failed');
       await options.teardown(sessionId, 'FAILED').catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown after failure did not complete');
       });
@@ -450,6 +452,7 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
         stoppedAt: new Date(now()),
       });
       if (!ended) return null;
+      log.info({ sessionId, stopReason: reason }, 'session stopped');
       await options.teardown(sessionId, reason).catch((error: unknown) => {
         log.warn({ sessionId, err: error }, 'teardown did not complete');
       });

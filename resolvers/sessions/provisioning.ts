@@ -19,12 +19,21 @@ import { reservedSecretName } from '../projects/secret-names';
 import type { ProviderRegistry } from '../providers/registry';
 import { serviceAccessColumns } from '../providers/service-access';
 import type { HardwareSpec, ProviderName, SandboxProvider, SandboxState } from '../providers/types';
-import { repoRef } from './lifecycle';
+import { repoRef } from '../git/project-repo';
 import type { SnapshotService } from '../snapshots/snapshots';
 import type { TokenService } from '../auth/tokens';
 import { JOBS, type JobQueue, type ProvisionJob } from '../jobs/queue';
 import { isUnavailable } from '../unavailable';
 import { GitBranchExistsError } from '../git/errors';
+
+/** The request a call runs for (server/faults.ts keeps it), so background work can log it too. */
+export interface RequestScope {
+  current(): string | null;
+  run<T>(requestId: string, fn: () => T): T;
+}
+
+/** Bytes of a sandbox's entry log kept when it stops or fails (Sandbox.logTail). */
+export const KEPT_LOG_BYTES = 64 * 1024;
 import type { GitService } from '../git/git';
 
 export const DEFAULT_SPEC: HardwareSpec = { cpu: 2, memoryGiB: 4, diskGiB: 20 };
@@ -45,6 +54,8 @@ export interface ProvisionerOptions {
   /** Sets a PROVISIONING session's phase (what it waits for); false when it was not PROVISIONING. */
   onPhase: (sessionId: string, phase: ProvisioningPhase | null) => Promise<boolean>;
   onFailed: (sessionId: string, reason: string) => Promise<unknown>;
+  /** The request a call runs for, and a way to run a job's work as part of it (log lines). */
+  requestScope?: RequestScope;
   /**
    * The provider no longer runs a live session's sandbox: it is gone, or it was stopped or paused
    * by something other than us (stops the session with PROVIDER).
@@ -102,6 +113,27 @@ export function createProvisioner(options: ProvisionerOptions) {
   }
 
   /** Closes the running interval: runningSeconds and the interval row get the same end time. */
+  /**
+   * Keeps the tail of a sandbox's entry log (Sandbox.logTail) before the provider deletes it, and
+   * clears its ports: nothing listens any more.
+   */
+  async function keepLog(
+    sandboxId: string,
+    provider: SandboxProvider,
+    providerSandboxId: string,
+  ): Promise<void> {
+    const logTail = provider.logTail
+      ? await provider.logTail(providerSandboxId, KEPT_LOG_BYTES).catch((error: unknown) => {
+          log.warn({ providerSandboxId, err: (error as Error).message }, 'could not read the entry log');
+          return null;
+        })
+      : null;
+    const data = { ports: [], ...(logTail === null ? {} : { logTail, logTailAt: new Date(now()) }) };
+    await db.sandboxReport
+      .upsert({ where: { sandboxId }, create: { sandboxId, ...data }, update: data })
+      .catch((error: unknown) => log.warn({ sandboxId, err: error }, 'could not keep the entry log'));
+  }
+
   async function markHalted(
     sandbox: { id: string; runningSince: Date | null },
     status: SandboxState,
@@ -314,6 +346,7 @@ export function createProvisioner(options: ProvisionerOptions) {
       const live = started
         ? await options.onRunning(sessionId)
         : await options.onPhase(sessionId, 'STARTING');
+      if (live && started) log.info({ sessionId, provider: providerName, sandboxId }, 'session ready');
       if (!live) {
         const current = await db.session.findUniqueOrThrow({ where: { id: sessionId } });
         await teardown(sessionId, current.stopReason ?? 'USER');
@@ -340,6 +373,7 @@ export function createProvisioner(options: ProvisionerOptions) {
         }
       }
       // The adapters remove what a failed create left behind; this covers a failure after it.
+      if (provider && providerSandboxId && sandboxId) await keepLog(sandboxId, provider, providerSandboxId);
       if (provider && providerSandboxId) {
         await provider.destroy(providerSandboxId).catch((destroyError: unknown) => {
           log.error(
@@ -387,6 +421,8 @@ export function createProvisioner(options: ProvisionerOptions) {
         );
       }
     }
+    // The entry's log goes with the sandbox: its tail stays readable (Sandbox.logTail, R-REC-2).
+    if (sandbox.providerSandboxId && !gone) await keepLog(sandbox.id, provider, sandbox.providerSandboxId);
     const stopped = await markHalted(sandbox, gone ? 'DESTROYED' : 'STOPPED');
     if (sandbox.providerSandboxId && !gone) {
       await provider.destroy(sandbox.providerSandboxId);
@@ -403,14 +439,28 @@ export function createProvisioner(options: ProvisionerOptions) {
    * Its teardown then stops and destroys it as for any other stop. `ended`: the session was handed
    * to onProviderEnded.
    */
-  async function syncProviderState(sandboxId: string): Promise<{ state: SandboxState; ended: boolean }> {
+  async function syncProviderState(
+    sandboxId: string,
+    failure?: string,
+  ): Promise<{ state: SandboxState; ended: boolean }> {
     const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
     if (!sandbox.providerSandboxId) return { state: sandbox.status as SandboxState, ended: false };
-    const state = await providers.get(sandbox.provider).status(sandbox.providerSandboxId);
+    const provider = providers.get(sandbox.provider);
+    const state = await provider.status(sandbox.providerSandboxId);
     const gone = state === 'DESTROYED' && sandbox.status !== 'DESTROYED';
     const halted = (state === 'STOPPED' || state === 'HIBERNATED') && sandbox.status === 'STARTED';
     if (gone) await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
-    if (gone || halted) await options.onProviderEnded?.(sandbox.sessionId);
+    // Nothing stops a LOCAL entry without ending its session first: one that halted crashed, also
+    // when no server process was watching it exit (a restart in between).
+    if (halted && !failure && provider.name === 'LOCAL') {
+      const tail = await provider.logTail?.(sandbox.providerSandboxId, 1_500).catch(() => null);
+      failure = `The sandbox's entry process exited while no server process watched it${
+        tail?.trim() ? `; last lines of its log:\n${tail.trimEnd()}` : ''
+      }`;
+    }
+    // With a failure (a LOCAL entry that exited on its own) the session fails with that reason.
+    if ((gone || halted) && failure) await options.onFailed(sandbox.sessionId, failure);
+    else if (gone || halted) await options.onProviderEnded?.(sandbox.sessionId);
     return { state, ended: gone || halted };
   }
 
@@ -434,7 +484,12 @@ export function createProvisioner(options: ProvisionerOptions) {
         return;
       }
       try {
-        await options.jobs.send(JOBS.provision, { sessionId }, sessionId);
+        const requestId = options.requestScope?.current() ?? null;
+        await options.jobs.send(
+          JOBS.provision,
+          { sessionId, ...(requestId ? { requestId } : {}) },
+          sessionId,
+        );
         handedOff.add(sessionId);
       } catch (error) {
         // The recovery sweep enqueues it again (resolvers/sessions/recovery.ts).
@@ -443,7 +498,11 @@ export function createProvisioner(options: ProvisionerOptions) {
     },
     /** The job handler: one attempt (retryCount 0 = first). Throws to have the job retried. */
     async runProvisionJob(job: { id: string; retryCount: number; data: ProvisionJob }): Promise<void> {
-      const work = provision(job.data.sessionId, job.retryCount + 1, job.id, job.data.cutBranch === true);
+      const attempt = () =>
+        provision(job.data.sessionId, job.retryCount + 1, job.id, job.data.cutBranch === true);
+      const { requestId } = job.data;
+      const work =
+        requestId && options.requestScope ? options.requestScope.run(requestId, attempt) : attempt();
       track(work.catch(() => undefined));
       try {
         await work;

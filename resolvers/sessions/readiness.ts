@@ -15,12 +15,4 @@ export function isAgentReady(status: string, runtimeState: string | null | undef
   return state !== null && AGENT_READY_STATES.has(state);
 }
 
-/** The parts of a session's state an event freezes, so a replay shows them as they were. */
-export interface SessionSnapshot {
-  status: string;
-  provisioningPhase?: string | null;
-  stopReason?: string | null;
-  /** null: no sandbox yet (or gone); undefined: not known to the publisher. */
-  sandboxStatus?: string | null;
-  runtimeState?: string | null;
-}
+export type { SessionSnapshot } from '../events/channels';

@@ -47,6 +47,9 @@ export interface DestroyedOrphan {
   reason: string;
 }
 
+/** Bytes of the entry log a failureReason quotes (the reason is kept to 2,000 characters). */
+const FAILURE_LOG_BYTES = 1_500;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type Reconciler = ReturnType<typeof createReconciler>;
@@ -231,15 +234,26 @@ export function createReconciler(options: ReconcilerOptions) {
    * A LOCAL sandbox's entry process exited: if its session is still running (the exit was not
    * our stop), the session is stopped now instead of at the next pass or when its lease expires.
    */
+  /** Why a session whose entry exited on its own failed: the exit and the last lines of its log. */
+  async function entryFailure(providerSandboxId: string, exit: EntryExit): Promise<string> {
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code ?? 'unknown'}`;
+    const provider = options.providers.has('LOCAL') ? options.providers.get('LOCAL') : null;
+    const tail = await provider?.logTail?.(providerSandboxId, FAILURE_LOG_BYTES).catch(() => null);
+    const lines = tail?.trim() ? `; last lines of its log:\n${tail.trimEnd()}` : '; its log is empty';
+    return `The sandbox's entry process ${how}${lines}`;
+  }
+
   async function sandboxExited(providerSandboxId: string, exit: EntryExit): Promise<void> {
     const sandbox = await db.sandbox.findFirst({
       where: { provider: 'LOCAL', providerSandboxId, status: 'STARTED', session: { status: 'RUNNING' } },
       select: { id: true, sessionId: true },
     });
-    if (sandbox && (await options.provisioner.syncProviderState(sandbox.id)).ended)
+    if (!sandbox) return;
+    const failure = await entryFailure(providerSandboxId, exit);
+    if ((await options.provisioner.syncProviderState(sandbox.id, failure)).ended)
       log.warn(
         { sessionId: sandbox.sessionId, providerSandboxId, exitCode: exit.code, signal: exit.signal },
-        'stopped a session whose sandbox entry exited',
+        'failed a session whose sandbox entry exited',
       );
   }
 

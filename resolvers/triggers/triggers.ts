@@ -24,7 +24,8 @@ import type { Db } from '../platform';
 import type { Logger } from '../platform';
 import { assertCanReadProject, assertCanWriteProject } from '../auth/authz';
 import { decrypt, encrypt } from '../auth/crypto';
-import type { Principal, UserPrincipal } from '../auth/principal';
+import { type Principal, type UserPrincipal, userOf } from '../auth/principal';
+import { can } from '../auth/policy';
 import { ConflictError, DomainError, NotFoundError, ValidationError, isUniqueViolation } from '../errors';
 import { parseId } from '../ids';
 import type { SessionLifecycle } from '../sessions/lifecycle';
@@ -53,6 +54,8 @@ export interface TriggerServiceOptions {
   encryptionKey: Buffer;
   /** How often to look for due schedules. @default 5_000 */
   tickMs?: number;
+  /** Shortest interval between two firings of a schedule; finer schedules are refused. @default 60 */
+  minIntervalSeconds?: number;
   /** How far a delivery's signed timestamp may be from now, either way. @default 300 */
   webhookToleranceSeconds?: number;
   now?: () => Date;
@@ -91,6 +94,21 @@ function nextRun(schedule: string, after: Date): Date | null {
   return new Cron(schedule, { timezone: 'UTC', paused: true }).nextRun(after);
 }
 
+/**
+ * The shortest gap, in seconds, between the schedule's next firings. Firings closer than a minute
+ * come from a seconds field (croner reads a sixth field as seconds first) naming several seconds,
+ * and those fire back to back within one minute: among the next five firings there is always a
+ * whole firing minute, so the closest pair shows.
+ */
+export function shortestIntervalSeconds(schedule: string, from: Date): number {
+  const runs = new Cron(schedule, { timezone: 'UTC', paused: true }).nextRuns(5, from);
+  let shortest = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < runs.length; i++) {
+    shortest = Math.min(shortest, (runs[i]!.getTime() - runs[i - 1]!.getTime()) / 1000);
+  }
+  return shortest;
+}
+
 /** `sha256=<hex>` of HMAC-SHA256(secret, `<timestamp>.<body>`), the X-Hub-Signature-256 value. */
 export function signWebhook(secret: string, timestamp: number | string, body: Buffer | string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex')}`;
@@ -101,6 +119,7 @@ export function createTriggerService(options: TriggerServiceOptions) {
   const log = options.logger.child({ module: 'triggers' });
   const now = options.now ?? (() => new Date());
   const toleranceSeconds = options.webhookToleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
+  const minIntervalSeconds = options.minIntervalSeconds ?? 60;
   let timer: NodeJS.Timeout | null = null;
   let ticking: Promise<void> | null = null;
 
@@ -125,6 +144,14 @@ export function createTriggerService(options: TriggerServiceOptions) {
         ]);
       }
       if (!next) throw new ValidationError('schedule never fires.', ['input', 'schedule']);
+      if (shortestIntervalSeconds(schedule, now()) < minIntervalSeconds) {
+        throw new ValidationError(
+          minIntervalSeconds === 60
+            ? 'schedule fires more often than once a minute; use a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "*/5 * * * *".'
+            : `schedule fires more often than once every ${minIntervalSeconds} s; choose a coarser cron expression.`,
+          ['input', 'schedule'],
+        );
+      }
       data.schedule = schedule;
       data.nextFireAt = next;
     } else if (kind === 'WEBHOOK' && input.schedule != null) {
@@ -194,7 +221,11 @@ export function createTriggerService(options: TriggerServiceOptions) {
     });
     for (const trigger of due) {
       const scheduledFor = trigger.nextFireAt!;
-      const next = trigger.schedule ? nextRun(trigger.schedule, now()) : null;
+      // Never closer than the minimum interval, even for a schedule stored before finer ones were refused.
+      const after = new Date(
+        Math.max(now().getTime(), scheduledFor.getTime() + (minIntervalSeconds - 1) * 1000),
+      );
+      const next = trigger.schedule ? nextRun(trigger.schedule, after) : null;
       // Compare-and-set: of all processes that saw this due time, exactly one advances it.
       const { count } = await db.trigger.updateMany({
         where: { id: trigger.id, nextFireAt: scheduledFor, paused: false },
@@ -226,7 +257,9 @@ export function createTriggerService(options: TriggerServiceOptions) {
         throw new NotFoundError('No project with that id in your account.', ['input', 'projectId']);
       }
       assertCanWriteProject(principal, project, 'sessions:write');
-      if (principal.kind !== 'USER') throw new ValidationError('Only users can own triggers.', ['input']);
+      const owner = userOf(principal);
+      if (!can(principal, 'trigger.own') || owner === null)
+        throw new ValidationError('Only users can own triggers.', ['input']);
       const data = validate(input.kind, input, false);
       const webhookSecret = input.kind === 'WEBHOOK' ? randomBytes(32).toString('hex') : null;
       const existing = await db.trigger.findUnique({
@@ -241,7 +274,7 @@ export function createTriggerService(options: TriggerServiceOptions) {
           kind: input.kind,
           accountId: project.accountId,
           projectId,
-          userId: principal.userId,
+          userId: owner,
           webhookSecretEnc: webhookSecret ? encrypt(options.encryptionKey, webhookSecret) : null,
         },
       });
@@ -255,11 +288,26 @@ export function createTriggerService(options: TriggerServiceOptions) {
 
     async setPaused(principal: Principal, input: { triggerId: string; paused: boolean }): Promise<Trigger> {
       const trigger = await loadFor(principal, input.triggerId, true);
+      // A trigger whose owner was removed fires as whoever resumes it (a user: sessions have an owner).
+      let userId = trigger.userId;
+      if (!input.paused && userId === null) {
+        const owner = userOf(principal);
+        if (!can(principal, 'trigger.own') || owner === null) {
+          throw new ValidationError(
+            'This trigger lost its owner (a removed member); a user resumes it and its firings then act as that user.',
+            ['input', 'triggerId'],
+          );
+        }
+        userId = owner;
+      }
       const nextFireAt =
         !input.paused && trigger.kind === 'SCHEDULE' && trigger.schedule
           ? nextRun(trigger.schedule, now())
           : trigger.nextFireAt;
-      return db.trigger.update({ where: { id: trigger.id }, data: { paused: input.paused, nextFireAt } });
+      return db.trigger.update({
+        where: { id: trigger.id },
+        data: { paused: input.paused, nextFireAt, userId },
+      });
     },
 
     async remove(principal: Principal, input: { triggerId: string }): Promise<Trigger> {
@@ -270,8 +318,8 @@ export function createTriggerService(options: TriggerServiceOptions) {
 
     /**
      * A webhook delivery: check the timestamp's form, the signature over `<timestamp>.<body>`, the
-     * window, then claim the signature against replays and fire. Every outcome past the trigger
-     * lookup is recorded as a run; only SESSION_CREATED creates anything else.
+     * window, then claim the signature against replays and fire. A firing is recorded as a run; a
+     * refused delivery only counts on the trigger (refusedDeliveries, lastRefusedAt, lastRefusedCode).
      */
     async deliver(triggerId: string, delivery: WebhookDelivery): Promise<WebhookOutcome> {
       const trigger = /^[0-9a-f-]{36}$/i.test(triggerId)
@@ -285,13 +333,18 @@ export function createTriggerService(options: TriggerServiceOptions) {
           run: null,
         };
       }
+      // A refusal writes no row: anyone who knows the URL can send deliveries, so they are counted on
+      // the trigger (one row updated in place) instead of recorded as a run each.
       const refuse = async (
         status: WebhookOutcome['status'],
         code: WebhookCode,
         reason: string,
       ): Promise<WebhookOutcome> => {
-        const run = await db.triggerRun.create({ data: { triggerId: trigger.id, status: 'FAILED', reason } });
-        return { status, code, message: reason, run };
+        await db.trigger.updateMany({
+          where: { id: trigger.id },
+          data: { refusedDeliveries: { increment: 1 }, lastRefusedAt: now(), lastRefusedCode: code },
+        });
+        return { status, code, message: reason, run: null };
       };
       const timestamp = delivery.timestamp?.trim() ?? '';
       if (!/^\d{1,12}$/.test(timestamp)) {

@@ -9,8 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FieldNode, type OperationDefinitionNode, parse } from 'graphql';
 import { type Agent, type AgentOptions, createAgent } from '../../agent/agent';
+import { ApiClient } from '../../agent/api-client';
+import { createLogger } from '../../agent/logger';
 import { freePort } from '../../contract/ports';
-import { signUserContext } from '../../contract/user-context';
+import { type UserContextAudience, signUserContext } from '../../contract/user-context';
 import { OFFLINE_OPENCODE_ENV, writeOpencodeProject } from '../fixtures/opencode-project';
 import { type StubModel, type StubModelOptions, startStubModel } from '../fixtures/stub-model';
 import { WAIT_SCALE } from '../support/wait';
@@ -156,8 +158,13 @@ export interface TestAgent {
   home: string;
   /** Base URL of the daemon's service port. */
   url: string;
-  /** A valid X-SingulaComp-User-Context header for this session. */
+  /**
+   * A valid X-SingulaComp-User-Context header for this session: a control call unless `audience`
+   * says otherwise (`opencode` for OpenCode's API, `app` with `port` for a sandbox port).
+   */
   userContext(overrides?: {
+    audience?: UserContextAudience;
+    port?: number;
     sessionId?: string;
     ttlSeconds?: number;
     nowSeconds?: number;
@@ -181,10 +188,13 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     prompt: options.prompt ?? null,
     alreadyClaimed: options.alreadyClaimed,
   });
+  const logLevel = process.env.AGENT_TEST_LOG ?? 'silent';
   const agent = createAgent({
     sessionId,
     token,
     apiUrl: api.url,
+    // Passed in as a test would pass a client of its own (createAgent's `api` option).
+    api: new ApiClient({ apiUrl: api.url, token, logger: createLogger(logLevel) }),
     servicePort: 0,
     serviceHost: '127.0.0.1',
     workspace,
@@ -206,7 +216,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     stopGraceMs: 3_000,
     shutdownTimeoutMs: 10_000,
     reloadValidateTimeoutMs: 20_000 * WAIT_SCALE,
-    logLevel: process.env.AGENT_TEST_LOG ?? 'silent',
+    logLevel,
     ...options.agent,
   });
   const stopAll = async (): Promise<void> => {
@@ -238,6 +248,8 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
         {
           sessionId: overrides.sessionId ?? sessionId,
           userId: 'user-1',
+          audience: overrides.audience ?? 'control',
+          ...(overrides.port === undefined ? {} : { port: overrides.port }),
           ttlSeconds: overrides.ttlSeconds ?? 120,
           nowSeconds: overrides.nowSeconds,
         },

@@ -14,22 +14,29 @@ describe('proxy', () => {
 
     const missing = await get();
     expect(missing.status).toBe(401);
-    const forged = await get({ [HEADER]: h.userContext({ token: 'not-the-sandbox-token' }) });
+    const forged = await get({
+      [HEADER]: h.userContext({ audience: 'opencode', token: 'not-the-sandbox-token' }),
+    });
     expect(forged.status).toBe(401);
     const malformed = await get({ [HEADER]: 'v1.garbage' });
     expect(malformed.status).toBe(401);
     const expired = await get({
-      [HEADER]: h.userContext({ nowSeconds: Math.floor(Date.now() / 1000) - 600 }),
+      [HEADER]: h.userContext({ audience: 'opencode', nowSeconds: Math.floor(Date.now() / 1000) - 600 }),
     });
     expect(expired.status).toBe(401);
     expect(await expired.json()).toEqual({ error: 'user context expired' });
-    const otherSession = await get({ [HEADER]: h.userContext({ sessionId: 'another-session' }) });
+    const otherSession = await get({
+      [HEADER]: h.userContext({ audience: 'opencode', sessionId: 'another-session' }),
+    });
     expect(otherSession.status).toBe(403);
+    // A control call reaches only the daemon's own routes.
+    const control = await get({ [HEADER]: h.userContext({ audience: 'control' }) });
+    expect(control.status).toBe(404);
 
     // A valid header reaches OpenCode's real API: create a session through the proxy, list it directly.
     const created = await fetch(`${h.url}/session`, {
       method: 'POST',
-      headers: { [HEADER]: h.userContext(), 'content-type': 'application/json' },
+      headers: { [HEADER]: h.userContext({ audience: 'opencode' }), 'content-type': 'application/json' },
       body: JSON.stringify({ title: 'through the proxy' }),
     });
     expect(created.status).toBe(200);
@@ -61,7 +68,7 @@ describe('proxy', () => {
     expect(refresh.status).toBe(200);
   });
 
-  test('the target-port header reaches another local port over HTTP and WebSocket, never the service port', async ({
+  test('an app header reaches its port over HTTP and WebSocket, never the service port', async ({
     agent: h,
   }) => {
     const app = createServer((req, res) => {
@@ -77,19 +84,23 @@ describe('proxy', () => {
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
     const appPort = (app.address() as AddressInfo).port;
     try {
-      const res = await fetch(`${h.url}/hello?x=1`, {
-        headers: { [HEADER]: h.userContext(), 'x-singulacomp-target-port': String(appPort) },
+      const asApp = (port: number) => ({
+        [HEADER]: h.userContext({ audience: 'app', port }),
+        'x-singulacomp-target-port': String(port),
       });
+      const res = await fetch(`${h.url}/hello?x=1`, { headers: asApp(appPort) });
       expect(await res.json()).toEqual({ path: '/hello?x=1', sawUserContext: false });
 
-      const self = await fetch(`${h.url}/x`, {
-        headers: { [HEADER]: h.userContext(), 'x-singulacomp-target-port': String(h.agent.servicePort) },
-      });
-      expect(self.status).toBe(403);
+      const self = await fetch(`${h.url}/x`, { headers: asApp(h.agent.servicePort) });
+      expect(self.status).toBe(502);
 
-      const ws = new WebSocket(`ws://127.0.0.1:${h.agent.servicePort}/socket`, {
-        headers: { [HEADER]: h.userContext(), 'x-singulacomp-target-port': String(appPort) },
+      // The header names the signed port or nothing: it cannot redirect an app header elsewhere.
+      const redirected = await fetch(`${h.url}/x`, {
+        headers: { ...asApp(appPort), 'x-singulacomp-target-port': String(appPort + 1) },
       });
+      expect(redirected.status).toBe(502);
+
+      const ws = new WebSocket(`ws://127.0.0.1:${h.agent.servicePort}/socket`, { headers: asApp(appPort) });
       const reply = await new Promise<string>((resolve, reject) => {
         ws.once('open', () => ws.send('ping'));
         ws.once('message', (data) => resolve(data.toString()));

@@ -89,7 +89,7 @@ describe('reload', () => {
     const session = (await (
       await fetch(`${h.url}/session`, {
         method: 'POST',
-        headers: { [HEADER]: h.userContext(), 'content-type': 'application/json' },
+        headers: { [HEADER]: h.userContext({ audience: 'opencode' }), 'content-type': 'application/json' },
         body: '{}',
       })
     ).json()) as { id: string };
@@ -130,7 +130,9 @@ describe('reload', () => {
     expect(serving).not.toBe(old);
     expect(serving.alive).toBe(true);
     expect(serving.port).not.toBe(configured);
-    const res = await fetch(`${h.url}/session`, { headers: { [HEADER]: h.userContext() } });
+    const res = await fetch(`${h.url}/session`, {
+      headers: { [HEADER]: h.userContext({ audience: 'opencode' }) },
+    });
     expect(res.status).toBe(200);
 
     // The supervisor restarts a runtime that died on the configured port, with its own binary.
@@ -179,7 +181,9 @@ describe('reload', () => {
 
     expect(h.agent.supervisor.current).toBe(old);
     expect(old.alive).toBe(true);
-    const res = await fetch(`${h.url}/session`, { headers: { [HEADER]: h.userContext() } });
+    const res = await fetch(`${h.url}/session`, {
+      headers: { [HEADER]: h.userContext({ audience: 'opencode' }) },
+    });
     expect(res.status).toBe(200);
     expect((await fetch(`${h.url}/singulacomp/health`)).status).toBe(200);
     // The hung replacement was killed.

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe } from 'vitest';
 import { OpencodeClient } from '../../agent/opencode';
+import { createFakeClock } from '../support/clock';
 import { expect, test, waitFor } from './helpers';
 
 describe('supervisor', () => {
@@ -57,29 +58,41 @@ describe('supervisor', () => {
   test('killing opencode restarts it with a growing backoff and reports the states', async ({
     startAgent,
   }) => {
-    const h = await startAgent();
+    // The restart backoff runs on a fake clock: each wait passes when the test advances it, to the
+    // millisecond, instead of in real time.
+    const clock = createFakeClock();
+    const h = await startAgent({ agent: { clock } });
+    const supervisor = h.agent.supervisor;
     // A runtime is reported HEALTHY once its event stream is connected, a moment after the
     // supervisor saw it healthy: each kill waits for that report, as a user's first turn would.
     const healthyReports = (n: number) => h.states().filter((state) => state === 'HEALTHY').length >= n;
     await waitFor(() => healthyReports(1), 30_000, 'first HEALTHY report');
-    const first = h.agent.supervisor.current!;
-    process.kill(first.pid!, 'SIGKILL');
-    await waitFor(
-      () => h.agent.supervisor.current !== first && healthyReports(2),
-      30_000,
-      'first restart reported HEALTHY',
-    );
-    const second = h.agent.supervisor.current!;
-    expect(second.pid).not.toBe(first.pid);
-    process.kill(second.pid!, 'SIGKILL');
-    await waitFor(
-      () => h.agent.supervisor.current !== second && healthyReports(3),
-      30_000,
-      'second restart reported HEALTHY',
-    );
-    const delays = h.agent.supervisor.restarts.map((r) => r.delayMs);
-    expect(delays).toEqual([300, 600]);
-    expect(h.agent.supervisor.restarts[0]!.reason).toContain('signal SIGKILL');
+
+    const killAndRestart = async (n: number, delayMs: number): Promise<void> => {
+      const before = supervisor.current!;
+      process.kill(before.pid!, 'SIGKILL');
+      await waitFor(() => supervisor.restarts.length === n, 30_000, `restart ${n} scheduled`);
+      expect(supervisor.restarts[n - 1]!.delayMs).toBe(delayMs);
+      expect(supervisor.restarts[n - 1]!.at).toBe(clock.now());
+      // One millisecond short of the backoff nothing starts; at the backoff the restart begins.
+      clock.advance(delayMs - 1);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(supervisor.current).toBe(before);
+      clock.advance(1);
+      await waitFor(
+        () => supervisor.current !== before && healthyReports(n + 1),
+        30_000,
+        `restart ${n} reported HEALTHY`,
+      );
+      expect(supervisor.current!.pid).not.toBe(before.pid);
+    };
+    await killAndRestart(1, 300);
+    await killAndRestart(2, 600);
+
+    expect(supervisor.restarts.map((r) => r.delayMs)).toEqual([300, 600]);
+    expect(supervisor.restarts[0]!.reason).toContain('signal SIGKILL');
+    // Both restarts came within the stability window: the backoff was never reset.
+    expect(supervisor.restarts[1]!.at - supervisor.restarts[0]!.at).toBe(300);
     expect(h.states()).toEqual([
       'STARTING',
       'HEALTHY',
@@ -92,5 +105,27 @@ describe('supervisor', () => {
     ]);
     const health = await fetch(`${h.url}/singulacomp/health`);
     expect(health.status).toBe(200);
+  });
+
+  test('a runtime that stays up for the stability window resets the restart backoff', async ({
+    startAgent,
+  }) => {
+    const clock = createFakeClock();
+    const h = await startAgent({ agent: { clock, stableAfterMs: 60_000 } });
+    const supervisor = h.agent.supervisor;
+    await waitFor(() => h.states().includes('HEALTHY'), 30_000, 'HEALTHY');
+    const first = supervisor.current!;
+    process.kill(first.pid!, 'SIGKILL');
+    await waitFor(() => supervisor.restarts.length === 1, 30_000, 'restart scheduled');
+    clock.advance(300);
+    await waitFor(() => supervisor.current !== first && supervisor.healthy, 30_000, 'restarted');
+    // A full stability window of fake time: the next crash starts over at the initial delay.
+    clock.advance(60_000);
+    const second = supervisor.current!;
+    process.kill(second.pid!, 'SIGKILL');
+    await waitFor(() => supervisor.restarts.length === 2, 30_000, 'second restart scheduled');
+    expect(supervisor.restarts.map((r) => r.delayMs)).toEqual([300, 300]);
+    clock.advance(300);
+    await waitFor(() => supervisor.current !== second && supervisor.healthy, 30_000, 'restarted again');
   });
 });

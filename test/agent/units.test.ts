@@ -35,28 +35,37 @@ describe('user context', () => {
   const now = 1_800_000_000;
 
   test('a header signed with the sandbox token for this session verifies', () => {
-    const header = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    const header = signUserContext(
+      { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+      token,
+    );
     expect(header).toMatch(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(verifyUserContext(header, token, 's1', now + 10)).toEqual({
       ok: true,
-      claims: { sid: 's1', sub: 'u1', iat: now, exp: now + 60 },
+      claims: { sid: 's1', sub: 'u1', iat: now, exp: now + 60, aud: 'control' },
     });
   });
 
   test('the documented key derivation and signature produce the same header', async () => {
     const { createHash, createHmac } = await import('node:crypto');
-    const payload = Buffer.from(JSON.stringify({ sid: 's1', sub: 'u1', iat: now, exp: now + 60 })).toString(
-      'base64url',
-    );
+    const payload = Buffer.from(
+      JSON.stringify({ sid: 's1', sub: 'u1', iat: now, exp: now + 60, aud: 'control' }),
+    ).toString('base64url');
     const key = createHash('sha256').update(`singulacomp-user-context\0${token}`).digest();
     const signature = createHmac('sha256', key).update(`v1.${payload}`).digest('base64url');
-    expect(signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token)).toBe(
-      `v1.${payload}.${signature}`,
-    );
+    expect(
+      signUserContext(
+        { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+        token,
+      ),
+    ).toBe(`v1.${payload}.${signature}`);
   });
 
   test('forged, tampered, expired, over-long and other-session headers are refused with 401 or 403', () => {
-    const good = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    const good = signUserContext(
+      { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+      token,
+    );
     const [, payload, signature] = good.split('.');
     const tampered = `v1.${Buffer.from(JSON.stringify({ sid: 's1', sub: 'admin', iat: now, exp: now + 60 })).toString('base64url')}.${signature}`;
     const longLived = `v1.${Buffer.from(JSON.stringify({ sid: 's1', sub: 'u1', iat: now, exp: now + 3600 })).toString('base64url')}`;
@@ -65,11 +74,29 @@ describe('user context', () => {
       ['', 401],
       ['v2.a.b', 401],
       [`v1.${payload}`, 401],
-      [signUserContext({ sessionId: 's1', userId: 'u1', nowSeconds: now }, 'other-token'), 401],
+      [
+        signUserContext(
+          { sessionId: 's1', userId: 'u1', audience: 'control', nowSeconds: now },
+          'other-token',
+        ),
+        401,
+      ],
       [tampered, 401],
       [`${longLived}.${signature}`, 401],
-      [signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now - 120 }, token), 401],
-      [signUserContext({ sessionId: 's2', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token), 403],
+      [
+        signUserContext(
+          { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now - 120 },
+          token,
+        ),
+        401,
+      ],
+      [
+        signUserContext(
+          { sessionId: 's2', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+          token,
+        ),
+        403,
+      ],
     ];
     for (const [header, status] of cases) {
       const verdict = verifyUserContext(header, token, 's1', now + 1);
@@ -78,9 +105,18 @@ describe('user context', () => {
   });
   test('the per-server verifier gives the same verdicts and re-checks the clock for a header it saw', () => {
     const verifier = new UserContextVerifier(token, 's1');
-    const good = signUserContext({ sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
-    const forged = signUserContext({ sessionId: 's1', userId: 'u1', nowSeconds: now }, 'other-token');
-    const other = signUserContext({ sessionId: 's2', userId: 'u1', ttlSeconds: 60, nowSeconds: now }, token);
+    const good = signUserContext(
+      { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+      token,
+    );
+    const forged = signUserContext(
+      { sessionId: 's1', userId: 'u1', audience: 'control', nowSeconds: now },
+      'other-token',
+    );
+    const other = signUserContext(
+      { sessionId: 's2', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now },
+      token,
+    );
     for (const at of [now + 1, now + 2]) {
       expect(verifier.verify(good, at)).toEqual(verifyUserContext(good, token, 's1', at));
       expect(verifier.verify(forged, at)).toEqual({
@@ -102,7 +138,7 @@ describe('user context', () => {
     });
     // Issued in the future for this clock, though verified at a later one.
     const later = signUserContext(
-      { sessionId: 's1', userId: 'u1', ttlSeconds: 60, nowSeconds: now + 100 },
+      { sessionId: 's1', userId: 'u1', audience: 'control', ttlSeconds: 60, nowSeconds: now + 100 },
       token,
     );
     expect(verifier.verify(later, now + 100).ok).toBe(true);

@@ -1,4 +1,4 @@
-// Queries and mutations run compiled (graphql-jit, server/compiled-execution.ts); each answer here
+// Queries and mutations run compiled (graphql-jit, server/fast-paths/compiled-execution.ts); each answer here
 // is checked against graphql-js executing the same document in-process on the same data: the same
 // data, the same errors and no more SQL (the Prisma plugin's planned queries keep covering nested
 // relations and connections).
@@ -6,7 +6,7 @@ import { type DocumentNode, type ExecutionResult, execute, parse } from 'graphql
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SESSIONS_PAGE, instantProvider, seedSessionsPage } from '../../bench/support/sessions-page';
 import { schema } from '../../schema/index';
-import { compilable } from '../../server/compiled-execution';
+import { compilable } from '../../server/fast-paths/compiled-execution';
 import { type SeededAccount, type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 
@@ -23,7 +23,7 @@ describe('compiled execution', () => {
   const repo = createTestRepo({ 'README.md': '# compiled\n' });
 
   beforeAll(async () => {
-    t = await startTestApp({ providers: [instantProvider()] });
+    t = await startTestApp({ providers: [instantProvider()], env: { SINGULACOMP_FAST_PATHS: 'on' } });
     await seedSessionsPage(t, repo.url, 12);
     // Reads projects but not sessions: Project.sessions refuses it.
     reader = await t.seedAccount({ scopes: ['projects:read'] });

@@ -23,6 +23,22 @@ describe('parseEnv', () => {
     expect(message.split('\n')).toHaveLength(5);
   });
 
+  it.each([
+    [undefined, { http: true, jit: true, findManySql: true, statementNames: true }],
+    ['on', { http: true, jit: true, findManySql: true, statementNames: true }],
+    ['off', { http: false, jit: false, findManySql: false, statementNames: false }],
+    ['jit, statement-names', { http: false, jit: true, findManySql: false, statementNames: true }],
+  ])('SINGULACOMP_FAST_PATHS=%s turns the fast paths on or off', (value, fastPaths) => {
+    expect(parseEnv({ SINGULACOMP_FAST_PATHS: value }).fastPaths).toEqual(fastPaths);
+  });
+
+  it('refuses an unknown fast path, and the HTTP one without the compiled execution it runs', () => {
+    expect(() => parseEnv({ SINGULACOMP_FAST_PATHS: 'jit,yoga' })).toThrow(
+      /SINGULACOMP_FAST_PATHS\.1: each one of on, off, http, jit/,
+    );
+    expect(() => parseEnv({ SINGULACOMP_FAST_PATHS: 'http' })).toThrow(/http runs compiled: add jit/);
+  });
+
   it('reports malformed rate JSON beside the other problems', () => {
     expect(() => parseEnv({ SINGULACOMP_RATES: '{', HOST: '' })).toThrow(/SINGULACOMP_RATES: not JSON/);
   });
@@ -47,6 +63,20 @@ describe('parseEnv', () => {
     expect(env.localPassEnv).toEqual(['A_B', 'C']);
     expect(env.idleTimeoutMs).toBe(15 * 60_000);
     expect(env.graphiql).toBe(true);
+  });
+
+  it('reads the record settings: 30 days and 256 KiB by default, 0 days keeps records', () => {
+    expect(parseEnv({}).record).toEqual({ retentionMs: 30 * 86_400_000, maxOutputChars: 262_144 });
+    expect(
+      parseEnv({ SINGULACOMP_RECORD_RETENTION_DAYS: '0', SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: '4096' })
+        .record,
+    ).toEqual({ retentionMs: 0, maxOutputChars: 4_096 });
+    expect(() => parseEnv({ SINGULACOMP_RECORD_RETENTION_DAYS: '-1' })).toThrow(
+      /SINGULACOMP_RECORD_RETENTION_DAYS:/,
+    );
+    expect(() => parseEnv({ SINGULACOMP_RECORD_MAX_OUTPUT_BYTES: '10' })).toThrow(
+      /SINGULACOMP_RECORD_MAX_OUTPUT_BYTES:/,
+    );
   });
 
   it('reads the webhook window in seconds: 300 by default, a positive whole number otherwise', () => {

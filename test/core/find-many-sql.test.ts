@@ -1,10 +1,10 @@
-// The one-statement findMany (resolvers/find-many-sql.ts) against Prisma's own findMany on the same
-// rows, on both engines: every selection it takes returns what Prisma returns, page by page, and
-// every selection it cannot take is left to Prisma.
+// The one-statement findMany (server/fast-paths/find-many-sql.ts) against Prisma's own findMany on
+// the same rows, on both engines: every selection it takes returns what Prisma returns, page by
+// page, and every selection it cannot take is left to Prisma.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type FindMany, compileFindMany, utcFromText } from '../../resolvers/find-many-sql';
+import { type FindMany, compileFindMany, utcFromText } from '../../server/fast-paths/find-many-sql';
 import { type TestApp, startTestApp } from '../support/app';
 
 const ORDER = [{ createdAt: 'desc' }, { id: 'desc' }] as const;

@@ -1,7 +1,7 @@
-// The GraphQL fast path (server/graphql-fast-path.ts): a request whose query text yoga has run
-// before is answered from node:http. Each request below is sent twice; the first is yoga's answer,
-// the second the fast path's (or yoga's again, where only yoga can answer), and both must be the
-// same bytes with the same status and headers. /metrics tells which path answered.
+// The GraphQL fast path (server/fast-paths/graphql-fast-path.ts): a request whose query text yoga
+// has run before is answered from node:http. Each request below is sent twice; the first is yoga's
+// answer, the second the fast path's (or yoga's again, where only yoga can answer), and both must
+// be the same bytes with the same status and headers. /metrics tells which path answered.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
@@ -17,7 +17,7 @@ describe('GraphQL fast path', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startTestApp({ env: { SINGULACOMP_FAST_PATHS: 'on' } });
   });
   afterAll(async () => t?.stop());
 

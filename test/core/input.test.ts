@@ -145,6 +145,20 @@ describe('bad input', () => {
     ).toMatchObject({ field: ['input', 'expiresAt'] });
     const badDate = await token({ name: 'x', scopes: ['sessions:read'], expiresAt: 'tomorrow' });
     expect(badDate.errors?.[0]?.message).toMatch(/ISO-8601/);
+    // A timestamp without an offset is refused, not read in the server's local time zone.
+    const localTime = await token({ name: 'x', scopes: ['sessions:read'], expiresAt: '2099-01-31T12:00:00' });
+    expect(localTime.data?.createPersonalAccessToken ?? null).toBeNull();
+    expect(localTime.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT' });
+    expect(localTime.errors?.[0]?.message).toMatch(/with an offset/);
+    // The same wall time with its offset is the instant it names.
+    const withOffset = await t.request(CreatePersonalAccessTokenDocument, {
+      input: { name: 'offset', scopes: ['sessions:read'], expiresAt: '2099-01-31T12:00:00+02:00' },
+    });
+    expect(withOffset.errors).toBeUndefined();
+    const created = withOffset.data?.createPersonalAccessToken;
+    expect(created?.__typename === 'CreateTokenSuccess' && created.token.expiresAt).toBe(
+      '2099-01-31T10:00:00.000Z',
+    );
 
     const account = await refused(() =>
       t.request(UpdateAccountDocument, { input: { concurrentSessionLimit: -1 } }),

@@ -1,18 +1,127 @@
 // The layering rules in biome.json (`npm run lint`): dependencies point one way, schema → resolvers →
 // (image, contract, db); the daemon and the control plane meet only in contract/. Each case lints one
 // file at that path in a scratch copy of the layout with the project's biome.json, so the tree is
-// never written to.
+// never written to. Biome sees cycles between files only; the domain folders of resolvers/ must not
+// form one either (checked here on the imports of the tree), and none of their files exceeds 700 lines.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const biome = createRequire(import.meta.url).resolve('@biomejs/biome/bin/biome');
 const scratch = mkdtempSync(join(tmpdir(), 'sc-layout-'));
 copyFileSync(new URL('../../biome.json', import.meta.url), join(scratch, 'biome.json'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const MAX_RESOLVER_FILE_LINES = 700;
+
+/** Every .ts file under resolvers/, as a path relative to the root and its source. */
+function resolverFiles(): Array<{ path: string; source: string }> {
+  return readdirSync(join(root, 'resolvers'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => {
+      const path = join('resolvers', name);
+      return { path, source: readFileSync(join(root, path), 'utf8') };
+    });
+}
+
+/** Every .ts file under `dirs`, as a path relative to the root and its source. */
+function sourceFiles(dirs: readonly string[]): Array<{ path: string; source: string }> {
+  return dirs.flatMap((dir) =>
+    readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => {
+        const path = join(dir, name);
+        return { path, source: readFileSync(join(root, path), 'utf8') };
+      }),
+  );
+}
+
+/**
+ * The modules allowed to look at a caller's kind, scopes or admin flag: the policy that decides, and
+ * the principal/token modules that build and describe a credential.
+ */
+const POLICY_MODULES = new Set([
+  'resolvers/auth/policy.ts',
+  'resolvers/auth/principal.ts',
+  'resolvers/auth/tokens.ts',
+]);
+
+/** What a check that bypasses the policy looks like: a caller-kind comparison, a scope or admin test. */
+const BYPASS = [
+  /\.kind\s*[!=]==?\s*['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]/,
+  /['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]\s*[!=]==?/,
+  /\bcase\s+['"](?:SANDBOX|USER|SERVICE_ACCOUNT)['"]/,
+  /\.scopes\.has\(/,
+  /\.isAdmin\b/,
+  /\bhasScope\(/,
+];
+
+/** `path:line: text` for every line outside the policy modules that decides on its own. */
+function policyBypasses(files: ReadonlyArray<{ path: string; source: string }>): string[] {
+  const found: string[] = [];
+  for (const file of files) {
+    if (POLICY_MODULES.has(normalize(file.path))) continue;
+    file.source.split('\n').forEach((line, index) => {
+      if (BYPASS.some((pattern) => pattern.test(line)))
+        found.push(`${file.path}:${index + 1}: ${line.trim()}`);
+    });
+  }
+  return found;
+}
+
+const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/**
+ * Cycles between the domain folders of resolvers/ (resolvers/<domain>/…), type-only imports included,
+ * each written `a → b → a`; empty when the domains form a directed acyclic graph.
+ */
+function domainCycles(files: ReadonlyArray<{ path: string; source: string }>): string[] {
+  const domainOf = (path: string): string | null => {
+    const parts = normalize(path).split('/');
+    return parts[0] === 'resolvers' && parts.length > 2 ? parts[1]! : null;
+  };
+  const edges = new Map<string, Set<string>>();
+  for (const file of files) {
+    const from = domainOf(file.path);
+    if (!from) continue;
+    for (const match of file.source.matchAll(RELATIVE_IMPORT)) {
+      const to = domainOf(relative('.', join(dirname(file.path), match[1]!)));
+      if (!to || to === from) continue;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  const cycles = new Set<string>();
+  const done = new Set<string>();
+  const visit = (domain: string, path: string[]): void => {
+    const at = path.indexOf(domain);
+    if (at >= 0) {
+      const loop = path.slice(at);
+      const start = loop.indexOf([...loop].sort()[0]!);
+      const rotated = [...loop.slice(start), ...loop.slice(0, start)];
+      cycles.add([...rotated, rotated[0]].join(' → '));
+      return;
+    }
+    if (done.has(domain)) return;
+    for (const next of edges.get(domain) ?? []) visit(next, [...path, domain]);
+    done.add(domain);
+  };
+  for (const domain of [...edges.keys()].sort()) visit(domain, []);
+  return [...cycles].sort();
+}
 
 function lint(path: string, source: string): { ok: boolean; output: string } {
   const file = join(scratch, path);
@@ -34,6 +143,11 @@ describe('layering', () => {
       'Dependencies point one way',
     ],
     ['resolvers/x.ts', "import { schema } from '../schema/index';", 'Dependencies point one way'],
+    [
+      'resolvers/sessions/x.ts',
+      "import { findManySql } from '../../server/fast-paths/find-many-sql';",
+      'Dependencies point one way',
+    ],
     ['schema/x.ts', "import { createPubSub } from '../server/pubsub';", 'Schema files call services'],
     [
       'image/x.ts',
@@ -76,5 +190,56 @@ describe('layering', () => {
     } finally {
       rmSync(other);
     }
+  });
+
+  it('the domain folders of resolvers/ import each other without a cycle', () => {
+    expect(domainCycles(resolverFiles())).toEqual([]);
+  });
+
+  it('an import that closes a cycle between domain folders fails, type-only included', () => {
+    const files = [
+      ...resolverFiles(),
+      // events/ is below sessions/ (sessions publish through it): a type from sessions closes a loop.
+      {
+        path: 'resolvers/events/x.ts',
+        source:
+          "import type { SessionLifecycle } from '../sessions/lifecycle';\nexport type X = SessionLifecycle;\n",
+      },
+    ];
+    expect(domainCycles(files)).toContain('events → sessions → events');
+  });
+
+  it(`no file in resolvers/ exceeds ${MAX_RESOLVER_FILE_LINES} lines`, () => {
+    const long = resolverFiles()
+      .map((file) => ({ path: file.path, lines: file.source.split('\n').length - 1 }))
+      .filter((file) => file.lines > MAX_RESOLVER_FILE_LINES);
+    expect(long).toEqual([]);
+  });
+});
+
+describe('one authorisation policy (R-POL-1)', () => {
+  const dirs = ['schema', 'resolvers', 'server'];
+
+  it('no file in schema/, resolvers/ or server/ decides on a caller kind or scope outside the policy', () => {
+    expect(policyBypasses(sourceFiles(dirs))).toEqual([]);
+  });
+
+  it.each([
+    ['resolvers/sessions/x.ts', "if (principal.kind === 'SANDBOX') return;"],
+    ['schema/x.ts', "if (ctx.principal?.kind !== 'USER') throw forbidden();"],
+    ['server/x.ts', "const ok = 'SERVICE_ACCOUNT' === caller.kind;"],
+    ['resolvers/gateway/x.ts', "switch (p.kind) { case 'SANDBOX': break; }"],
+    ['resolvers/git/x.ts', "if (!principal.scopes.has('projects:write')) deny();"],
+    ['schema/x.ts', 'const admin = p.isAdmin;'],
+    ['resolvers/x.ts', "if (hasScope(p, 'tokens:read')) list();"],
+  ])('a check planted at %s (`%s`) fails the guard', (path, line) => {
+    const planted = [...sourceFiles(dirs), { path, source: `export function f() {\n  ${line}\n}\n` }];
+    expect(policyBypasses(planted)).toEqual([`${path}:2: ${line}`]);
+  });
+
+  it('the policy module itself may compare kinds', () => {
+    const policy = sourceFiles(['resolvers/auth']).find((f) => f.path === 'resolvers/auth/policy.ts')!;
+    expect(BYPASS.some((pattern) => pattern.test(policy.source))).toBe(true);
+    expect(policyBypasses([policy])).toEqual([]);
   });
 });

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { createGitService } from '../../resolvers/git/git';
 import { createLocalProvider } from '../../resolvers/providers/local';
+import { createUidAllocator } from '../../resolvers/providers/local-uids';
 import { killByEnvironment, pidsWithEnvironment } from '../../resolvers/providers/process-tree';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
@@ -70,4 +71,62 @@ test('killing by environment returns only once every marked process is gone, als
   } finally {
     await killByEnvironment('SC_KILL_MARKER', marker, 30_000);
   }
+});
+
+test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its own session and gives the uid back', async () => {
+  expect(process.getuid?.()).toBe(0);
+  const repo = createTestRepo();
+  const root = mkdtempSync(join(tmpdir(), 'sc-local-'));
+  const claimsDir = join(root, 'uids');
+  const git = createGitService({ cacheDir: join(root, 'git') });
+  await git.cutBranch({ url: repo.url }, 'main', 'session-branch');
+  const provider = createLocalProvider({
+    rootDir: join(root, 'sandboxes'),
+    // SIGTERM must reach the entry inside the sandbox's own session, not only the bwrap around it.
+    entryCommand: "trap 'echo graceful > {home}/stopped; exit 0' TERM; while :; do sleep 0.1; done",
+    clone: (r, branch, dir) => git.cloneWorkspace(r, branch, dir),
+    stopGraceMs: 10_000,
+    isolation: {
+      mode: 'bwrap',
+      dataDir: root,
+      uids: createUidAllocator({ range: { first: 3_200_000, count: 10 }, claimsDir }),
+    },
+  });
+  const sessionId = `test-${Date.now()}`;
+  const created = await provider.create({
+    sandboxId: '00000000-0000-4000-8000-000000000002',
+    sessionId,
+    projectId: 'p',
+    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
+    snapshotRef: null,
+    env: { SINGULACOMP_SESSION_ID: sessionId },
+    workspace: { repositoryUrl: repo.url, branch: 'session-branch' },
+    labels: {},
+  });
+  const dir = join(root, 'sandboxes', created.providerSandboxId);
+  const [claim] = readdirSync(claimsDir);
+  const uid = Number(claim);
+  expect(uid).toBeGreaterThanOrEqual(3_200_000);
+  expect(readFileSync(join(claimsDir, claim!), 'utf8')).toBe(dir);
+  expect(statSync(join(dir, 'workspace')).uid).toBe(uid);
+  expect(statSync(join(dir, 'home')).uid).toBe(uid);
+  // The entry's shell runs as that uid.
+  await waitFor(async () => {
+    for (const pid of await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)) {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      if (
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('/bin/sh') &&
+        status.includes(`Uid:\t${uid}\t`)
+      )
+        return true;
+    }
+    return null;
+  });
+
+  expect((await provider.stop(created.providerSandboxId)).state).toBe('STOPPED');
+  expect(readFileSync(join(dir, 'home', 'stopped'), 'utf8')).toBe('graceful\n');
+  expect(await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)).toEqual([]);
+  await provider.destroy(created.providerSandboxId);
+  expect(readdirSync(claimsDir)).toEqual([]);
+  rmSync(root, { recursive: true, force: true });
 });

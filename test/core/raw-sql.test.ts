@@ -2,7 +2,8 @@
 // and then executed by name, with each call's own parameters.
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type Database, openDatabase, statementNames } from '../../server/db';
+import { type Database, openDatabase } from '../../server/db';
+import { statementNames } from '../../server/fast-paths/statement-names';
 import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
 import { waitFor } from '../support/wait';
 

@@ -4,11 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { type IncomingMessage, request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
+import { waitFor } from '../support/wait';
 
 describe('health, GraphiQL and CSRF prevention', () => {
   let t: TestApp;
@@ -141,6 +143,56 @@ describe('graceful shutdown', () => {
       expect(JSON.parse(answer.text)).toEqual({ data: { viewer: { kind: 'PERSONAL_ACCESS' } } });
       // New connections are no longer accepted.
       await expect(fetch(`${t.url}/healthz`)).rejects.toThrow();
+    } finally {
+      rmSync(t.dataDir, { recursive: true, force: true });
+    }
+  });
+  test('while draining, the request in flight closes its connection after its answer and a request that arrives gets 503 with Retry-After', async () => {
+    const t = await startTestApp({ db: 'pglite' });
+    try {
+      const { port } = new URL(t.url);
+      const body = JSON.stringify({ query: '{ viewer { kind } }' });
+      const marker = randomUUID();
+      let arrived!: () => void;
+      const received = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const onRequestStart = (message: unknown) => {
+        if ((message as { request: IncomingMessage }).request.headers['x-test-request'] === marker) arrived();
+      };
+      subscribe('http.server.request.start', onRequestStart);
+      const raw = () => {
+        const socket = connect(Number(port), '127.0.0.1');
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        socket.on('error', () => {});
+        return { socket, closed };
+      };
+      const head = (extra: string) =>
+        `POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nauthorization: Bearer ${t.adminToken}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}`;
+      // In flight: its headers are in, half its body. Late: only part of its headers.
+      const inFlight = raw();
+      inFlight.socket.write(`${head(`x-test-request: ${marker}\r\n`)}\r\n${body.slice(0, 10)}`);
+      await received;
+      unsubscribe('http.server.request.start', onRequestStart);
+      const late = raw();
+      late.socket.write(head(''));
+      await waitFor(() => late.socket.bytesWritten > 0 && late.socket.writableLength === 0);
+      const stopped = t.app.stop();
+      late.socket.write(`\r\n${body}`);
+      const lateAnswer = await late.closed;
+      inFlight.socket.write(body.slice(10));
+      const inFlightAnswer = await inFlight.closed;
+      await stopped;
+      expect(lateAnswer).toMatch(/^HTTP\/1\.1 503 /);
+      expect(lateAnswer).toMatch(/\r\nretry-after: 1\r\n/i);
+      expect(lateAnswer).toContain('"code":"UNAVAILABLE"');
+      expect(inFlightAnswer).toMatch(/^HTTP\/1\.1 200 /);
+      expect(inFlightAnswer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(inFlightAnswer).toContain('"kind":"PERSONAL_ACCESS"');
     } finally {
       rmSync(t.dataDir, { recursive: true, force: true });
     }

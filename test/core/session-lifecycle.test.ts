@@ -136,7 +136,7 @@ for (const db of ['postgres', 'pglite'] as const) {
       expect(await t.app.services.db.session.count()).toBe(before);
     });
 
-    test('a session whose sandbox entry exits on its own is stopped with PROVIDER at once and its sandbox destroyed', async () => {
+    test('a session whose sandbox entry exits on its own fails at once, saying how, and its sandbox is destroyed', async () => {
       const { sessionId, sandboxId } = await startSession(t, projectId);
       const sandbox = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
       const dir = join(t.dataDir, 'sandboxes', sandbox.providerSandboxId!);
@@ -144,16 +144,18 @@ for (const db of ['postgres', 'pglite'] as const) {
       // Killed from outside (an OOM killer, an operator): the entry and its process group.
       process.kill(-pid, 'SIGKILL');
 
-      const stopped = await waitFor(async () => {
+      const failed = await waitFor(async () => {
         const r = await t.request(SessionDocument, { id: sessionId });
-        return r.data?.session?.status === 'STOPPED' ? r.data.session : null;
+        return r.data?.session?.status === 'FAILED' ? r.data.session : null;
       });
-      expect(stopped.stopReason).toBe('PROVIDER');
+      expect(failed.stopReason).toBe('FAILED');
+      const session = await t.app.services.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+      expect(session.failureReason).toMatch(/^The sandbox's entry process was killed by SIGKILL/);
       const row = await waitFor(async () => {
         const s = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { sessionId } });
         return s.status === 'DESTROYED' ? s : null;
       });
-      expect(row.stopReason).toBe('PROVIDER');
+      expect(row.stopReason).toBe('FAILED');
       expect(row.runningSince).toBeNull();
       expect(existsSync(dir)).toBe(false);
       const tokens = await t.app.services.db.token.findMany({ where: { sessionId } });

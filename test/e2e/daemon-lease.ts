@@ -249,7 +249,7 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       // a renewal per step of the turn, then the reaper.
     }, 600_000);
 
-    test('a daemon killed mid-turn stops renewing and ends its sandbox: the session stops and nothing pins it', async () => {
+    test('a daemon killed mid-turn stops renewing and ends its sandbox: the session fails and nothing pins it', async () => {
       e.stub.setDelayMs(600_000);
       const s = await startSession(e.t, projectId, { prompt: 'This turn never finishes.' });
       const sandbox = await e.t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
@@ -266,14 +266,18 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       const stopped = await waitFor(
         async () => {
           const v = await view(s.sessionId);
-          return v.status === 'STOPPED' ? v : null;
+          return v.status === 'FAILED' ? v : null;
         },
         60_000,
-        'the session of the killed daemon to stop',
+        'the session of the killed daemon to fail',
       );
       // The entrypoint exits with its daemon, so the sandbox ends too; the server sees its entry exit
-      // and stops the session (PROVIDER) without waiting for the lease to expire: no reaper fenced it.
-      expect(stopped.stopReason).toBe('PROVIDER');
+      // and fails the session, saying how, without waiting for the lease to expire: no reaper fenced it.
+      expect(stopped.stopReason).toBe('FAILED');
+      const row = await e.t.app.services.db.session.findUniqueOrThrow({ where: { id: s.sessionId } });
+      expect(row.failureReason).toMatch(
+        /^The sandbox's entry process (exited with code \d+|was killed by SIG\w+)/,
+      );
       const lease = await e.t.app.services.db.executionLease.findUniqueOrThrow({
         where: { sandboxId: s.sandboxId },
       });

@@ -60,7 +60,7 @@ test('npm start serves from the bundle, reuses it while the sources are unchange
   const dashboard = await fetch(`${first.url}/`, { headers: { accept: 'text/html' } });
   expect(await dashboard.text()).toContain('<title>SingulaComp</title>');
   expect(readFileSync(join(first.dataDir, 'bin', 'singulacomp'), 'utf8')).toContain(
-    join(checkout, 'cli/bin.mjs'),
+    join(checkout, 'dist/singulacomp.mjs'),
   );
   // One graphql module in the bundle: our errors keep their code instead of a masked 500.
   const anonymous = await postGraphql(first.graphqlUrl, { query: '{ viewer { kind } }' }, null);

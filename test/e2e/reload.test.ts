@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TARGET_PORT_HEADER } from '../../agent/proxy';
+import { UNREACHABLE_PORT_STATUS } from '../../contract/ports';
 import { USER_CONTEXT_HEADER, signUserContext } from '../../contract/user-context';
 import { AgentSessionDocument, ReloadSessionDocument } from '../generated/graphql';
 import { OPENCODE_CONFIG_SUBDIR } from '../fixtures/opencode-project';
@@ -54,7 +55,9 @@ for (const db of ['postgres', 'pglite'] as const) {
     /** A request through the daemon's proxy to whichever OpenCode runtime is current. */
     async function throughProxy(path: string, port?: number): Promise<Response> {
       const header = signUserContext(
-        { sessionId: s.sessionId, userId: 'test-user', ttlSeconds: 60 },
+        port === undefined
+          ? { sessionId: s.sessionId, userId: 'test-user', audience: 'opencode', ttlSeconds: 60 }
+          : { sessionId: s.sessionId, userId: 'test-user', audience: 'app', port, ttlSeconds: 60 },
         s.token,
       );
       const headers: Record<string, string> = { [USER_CONTEXT_HEADER]: header };
@@ -63,16 +66,24 @@ for (const db of ['postgres', 'pglite'] as const) {
     }
 
     /**
-     * OpenCode answers on its configured port, inside the sandbox: the daemon's proxy connects to a
-     * port only when a process of the sandbox listens on it (an isolated sandbox has its own network).
+     * OpenCode answers on its configured port, inside the sandbox (an isolated sandbox has its own
+     * network): the daemon reports the port its current runtime serves on, and OpenCode answers
+     * through the proxy. No preview may reach that port itself (R-PRV-5).
      */
     async function expectOpencodeOnItsPort(): Promise<void> {
-      const direct = await throughProxy('/global/health', opencodePort);
-      expect(direct.status).toBe(200);
-      expect(await direct.json()).toMatchObject({ healthy: true });
-      const sessions = (await (await throughProxy('/session', opencodePort)).json()) as Array<{ id: string }>;
-      const current = (await (await throughProxy('/session')).json()) as Array<{ id: string }>;
-      expect(sessions.map((x) => x.id).sort()).toEqual(current.map((x) => x.id).sort());
+      const control = signUserContext(
+        { sessionId: s.sessionId, userId: 'test-user', audience: 'control', ttlSeconds: 60 },
+        s.token,
+      );
+      const ports = await fetch(`${serviceUrl}/singulacomp/ports`, {
+        headers: { [USER_CONTEXT_HEADER]: control },
+      });
+      expect(await ports.json()).toMatchObject({ opencode: opencodePort });
+      const health = await throughProxy('/global/health');
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ healthy: true });
+      const asApp = await throughProxy('/global/health', opencodePort);
+      expect(asApp.status).toBe(UNREACHABLE_PORT_STATUS);
     }
 
     test('a reload runs every phase on the daemon and ends SUCCEEDED, with OpenCode back on its port', async () => {

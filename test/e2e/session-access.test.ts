@@ -1,10 +1,12 @@
 // Reaching a running session from outside on LOCAL: OpenCode's own API through
 // /v1/sessions/<id>/agent with @opencode-ai/sdk and a PAT; a page served on a sandbox port through
-// both preview forms (HTTP and WebSocket echo, framing headers stripped, port 8000 refused); public
-// share links in both modes; and an idle session with an open preview is still reaped.
+// its preview origin on the preview site (HTTP and WebSocket echo, framing headers stripped, port
+// 8000 refused, the old path forms redirected); public share links in both modes on their own
+// origins; and an idle session with an open preview is still reaped. The preview site is the
+// zero-config default, p<port>-<sandbox>.localhost:<API port> (test/support/preview.ts).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest, createServer, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -22,11 +24,9 @@ import {
 } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { freePort } from '../../contract/ports';
+import { UNREACHABLE_PORT_STATUS, freePort } from '../../contract/ports';
+import { createPreviewClient, previewWebSocket } from '../support/preview';
 import { type E2e, startE2e } from './helpers';
-
-/** Subdomain previews need a DNS name under which `p<port>-<sandbox-id>.` hosts resolve. */
-const PREVIEW_DOMAIN = 'preview.test';
 
 /** A 1×1 PNG. */
 const PNG =
@@ -93,7 +93,7 @@ function wsEcho(
   headers: Record<string, string> = {},
 ): Promise<{ reply?: string; status?: number; body?: string }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
+    const ws = previewWebSocket(url, headers);
     ws.on('open', () => ws.send('ping'));
     ws.on('message', (data) => {
       resolve({ reply: data.toString() });
@@ -105,25 +105,6 @@ function wsEcho(
       res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
     });
     ws.on('error', () => {});
-  });
-}
-
-/** An HTTP request with a Host header of our choosing (the subdomain form). */
-function withHost(
-  url: string,
-  host: string,
-  method = 'GET',
-): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: { host } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
   });
 }
 
@@ -142,7 +123,6 @@ describe('reaching a session from outside', () => {
       gateway: true,
       daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
       env: {
-        SINGULACOMP_PREVIEW_DOMAIN: PREVIEW_DOMAIN,
         SINGULACOMP_LOCAL_ISOLATION: 'none',
         // The reaping test ticks the reaper itself: a background tick would race it for the fleet
         // lock (its tick then returns ran: false) or reap the session first.
@@ -221,6 +201,40 @@ describe('reaching a session from outside', () => {
       expect(reader.status).toBe(403);
     });
 
+    test('a browser WebSocket carries its token as a subprotocol: a shell over the PTY API; a wrong token is refused', async () => {
+      const base = `${e.t.url}/v1/sessions/${s.sessionId}/agent`;
+      const created = await fetch(`${base}/pty`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'subprotocol' }),
+      });
+      expect(created.status).toBe(200);
+      const { id } = (await created.json()) as { id: string };
+      const url = `${base.replace(/^http/, 'ws')}/pty/${id}/connect`;
+      try {
+        const ws = new WebSocket(url, ['singulacomp.v1', `singulacomp.bearer.${pat}`]);
+        let output = '';
+        ws.on('message', (data, binary) => {
+          if (!binary) output += data.toString();
+        });
+        await once(ws, 'open');
+        // A browser fails a handshake whose answer names none of the protocols it offered.
+        expect(ws.protocol).toBe('singulacomp.v1');
+        ws.send('echo sum=$((40+2))\r');
+        await waitFor(async () => output.includes('sum=42'), { what: 'the shell output' });
+        ws.close();
+
+        const refused = await new Promise<number>((resolve) => {
+          const bad = new WebSocket(url, ['singulacomp.v1', 'singulacomp.bearer.singulacomp_pat_wrong']);
+          bad.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+          bad.on('error', () => {});
+        });
+        expect(refused).toBe(401);
+      } finally {
+        await fetch(`${base}/pty/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${pat}` } });
+      }
+    });
+
     test('a prompt with 14 images reaches the upstream with the newest 12', async () => {
       const base = `${e.t.url}/v1/sessions/${s.sessionId}/agent`;
       const headers = { authorization: `Bearer ${pat}`, 'content-type': 'application/json' };
@@ -270,91 +284,85 @@ describe('reaching a session from outside', () => {
       const res = await e.t.request(SandboxPreviewUrlDocument, { id: s.sandboxId, port, form }, pat);
       return res;
     };
+    const apiPort = () => new URL(e.t.url).port;
+    const origin = (port: number) => `http://p${port}-${s.sandboxId}.localhost:${apiPort()}`;
 
-    test('a signed preview URL sets a cookie scoped to that preview; the page arrives without framing restrictions', async () => {
+    test('a signed preview URL on the preview site sets a cookie of that origin; the page arrives without framing restrictions', async () => {
       const res = await previewUrl(app.port);
       const url = res.data!.sandbox!.previewUrl.url;
-      expect(url).toContain(`/v1/p/${s.sandboxId}/${app.port}/?singulacomp_preview=`);
-      const opened = await fetch(url, { redirect: 'manual' });
+      expect(url.startsWith(`${origin(app.port)}/?singulacomp_preview=`)).toBe(true);
+      // The deprecated PATH form names the same origin.
+      expect((await previewUrl(app.port, 'PATH')).data!.sandbox!.previewUrl.url).toContain(origin(app.port));
+      const client = createPreviewClient();
+      const opened = await client.request(url, { follow: false });
       expect(opened.status).toBe(303);
-      expect(opened.headers.get('location')).toBe(`/v1/p/${s.sandboxId}/${app.port}/`);
-      const cookie = opened.headers.get('set-cookie')!;
-      expect(cookie).toContain(`Path=/v1/p/${s.sandboxId}/${app.port}/`);
+      expect(opened.headers.location).toBe('/');
+      const cookie = String((opened.headers['set-cookie'] as string[])[0]);
+      expect(cookie).toContain('Path=/;');
       expect(cookie).toContain('HttpOnly');
-      const page = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/`, {
-        headers: { cookie: cookie.split(';')[0]! },
-      });
+      expect(cookie).toContain('Partitioned');
+      expect(cookie).not.toContain('Domain=');
+      const page = await client.request(`${origin(app.port)}/`);
       expect(page.status).toBe(200);
-      expect(await page.text()).toContain('hello from the sandbox');
-      expect(page.headers.get('x-frame-options')).toBeNull();
-      expect(page.headers.get('content-security-policy')).toBe(
+      expect(page.body).toContain('hello from the sandbox');
+      expect(page.headers['x-frame-options']).toBeUndefined();
+      expect(page.headers['content-security-policy']).toBe(
         "default-src 'self'; script-src 'self' 'unsafe-inline'; img-src *",
       );
       // The preview cookie is ours: the app never sees it.
-      const echo = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/echo`, {
-        headers: { cookie: `${cookie.split(';')[0]}; theme=dark` },
+      const echo = await client.request(`${origin(app.port)}/echo`, {
+        headers: { cookie: `${client.cookieHeader(origin(app.port))}; theme=dark` },
       });
-      expect(((await echo.json()) as { cookie: string }).cookie).toBe('theme=dark');
+      expect((JSON.parse(echo.body) as { cookie: string }).cookie).toBe('theme=dark');
       // The cookie opens only this preview.
-      const elsewhere = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port + 1}/`, {
-        headers: { cookie: cookie.split(';')[0]! },
+      const elsewhere = await createPreviewClient().request(`${origin(app.port + 1)}/`, {
+        headers: { cookie: client.cookieHeader(origin(app.port)) },
       });
       expect(elsewhere.status).toBe(401);
     });
 
-    test('an API token works too, a WebSocket echoes through the path form, and no credential is refused', async () => {
-      const page = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/echo?x=1`, {
+    test('an API token works too, a WebSocket echoes, and no credential is refused', async () => {
+      const page = await createPreviewClient().request(`${origin(app.port)}/echo?x=1`, {
         method: 'POST',
         headers: { authorization: `Bearer ${pat}` },
         body: 'hi',
       });
-      expect(await page.json()).toEqual({
+      expect(JSON.parse(page.body)).toEqual({
         method: 'POST',
         url: '/echo?x=1',
         body: 'hi',
         cookie: null,
         authorization: null,
       });
-      const echoed = await wsEcho(`${e.t.wsUrl.replace('/graphql', '')}/v1/p/${s.sandboxId}/${app.port}/`, {
+      const echoed = await wsEcho(`${origin(app.port).replace(/^http/, 'ws')}/`, {
         authorization: `Bearer ${pat}`,
       });
       expect(echoed.reply).toBe('echo:ping');
-      const anonymous = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/`);
+      const anonymous = await createPreviewClient().request(`${origin(app.port)}/`);
       expect(anonymous.status).toBe(401);
     });
 
-    test('the subdomain form serves HTTP and refuses a WebSocket upgrade, naming the path form', async () => {
-      const host = `p${app.port}-${s.sandboxId}.${PREVIEW_DOMAIN}`;
-      const res = await previewUrl(app.port, 'SUBDOMAIN');
-      expect(res.errors).toBeUndefined();
-      const signed = new URL(res.data!.sandbox!.previewUrl.url);
-      expect(signed.host).toBe(host);
-      const opened = await withHost(`${e.t.url}/${signed.search}`, host);
-      expect(opened.status).toBe(303);
-      const cookie = String((opened.headers['set-cookie'] as string[])[0]).split(';')[0]!;
-      expect(String((opened.headers['set-cookie'] as string[])[0])).toContain('Path=/;');
-      const page = await new Promise<{ status: number; body: string; headers: Record<string, unknown> }>(
-        (resolve, reject) => {
-          const req = httpRequest(`${e.t.url}/`, { headers: { host, cookie } }, (r) => {
-            const chunks: Buffer[] = [];
-            r.on('data', (c: Buffer) => chunks.push(c));
-            r.on('end', () =>
-              resolve({ status: r.statusCode!, body: Buffer.concat(chunks).toString(), headers: r.headers }),
-            );
-          });
-          req.on('error', reject);
-          req.end();
-        },
-      );
-      expect(page.status).toBe(200);
-      expect(page.body).toContain('hello from the sandbox');
-      expect(page.headers['x-frame-options']).toBeUndefined();
-      const upgrade = await wsEcho(`${e.t.wsUrl.replace('/graphql', '')}/`, {
-        host,
+    test('the old path form on the API origin redirects to the preview site and proxies nothing', async () => {
+      const before = app.beacons.length;
+      const old = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/echo?x=1`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${pat}` },
+        body: 'hi',
+        redirect: 'manual',
+      });
+      expect(old.status).toBe(308);
+      expect(old.headers.get('location')).toBe(`${origin(app.port)}/echo?x=1`);
+      expect(app.beacons.length).toBe(before);
+      const upgrade = await wsEcho(`${e.t.wsUrl.replace('/graphql', '')}/v1/p/${s.sandboxId}/${app.port}/`, {
         authorization: `Bearer ${pat}`,
       });
-      expect(upgrade.status).toBe(400);
-      expect(upgrade.body).toContain(`/v1/p/${s.sandboxId}/${app.port}/`);
+      expect(upgrade.status).toBe(410);
+      expect(upgrade.body).toContain(origin(app.port));
+      // The preview site's hosts are never the API: /graphql there is the app's path.
+      const graphql = await createPreviewClient().request(`${origin(app.port)}/graphql`, {
+        headers: { authorization: `Bearer ${pat}` },
+      });
+      expect(graphql.body).toContain('hello from the sandbox');
     });
 
     test('a signed preview URL loads in an iframe of another origin in headless Chromium', async () => {
@@ -404,10 +412,10 @@ describe('reaching a session from outside', () => {
       expect(asked.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
       expect(asked.errors?.[0]?.message).toContain('8000');
       for (const port of [8000, servicePort]) {
-        const res = await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${port}/`, {
+        const res = await createPreviewClient().request(`${origin(port)}/`, {
           headers: { authorization: `Bearer ${pat}` },
         });
-        expect(res.status).toBe(403);
+        expect(res.status).toBe(UNREACHABLE_PORT_STATUS);
       }
     });
   });
@@ -422,36 +430,63 @@ describe('reaching a session from outside', () => {
       );
       return res.data!.createShareLink;
     }
+    const latestLink = () =>
+      e.t.app.services.db.shareLink.findFirstOrThrow({ orderBy: { createdAt: 'desc' } });
+    const get = (url: string, init?: Parameters<ReturnType<typeof createPreviewClient>['request']>[1]) =>
+      createPreviewClient().request(url, init);
 
-    test('a view-only link allows GET and HEAD only, and no WebSocket', async () => {
+    test('a view-only link on its own origin allows GET and HEAD only, and no WebSocket', async () => {
       const link = await share('VIEW_ONLY');
       if (link.__typename !== 'CreateShareLinkSuccess') throw new Error(JSON.stringify(link));
-      expect(link.url).toMatch(/\/v1\/share\/[A-Za-z0-9_-]+\/$/);
-      const stored = await e.t.app.services.db.shareLink.findUniqueOrThrow({
-        where: {
-          id: (await e.t.app.services.db.shareLink.findFirstOrThrow({ orderBy: { createdAt: 'desc' } })).id,
-        },
-      });
+      const stored = await latestLink();
+      expect(link.url).toMatch(
+        new RegExp(`^http://s-${stored.id}\\.localhost:\\d+/\\?singulacomp_share=[A-Za-z0-9_-]+$`),
+      );
       expect(link.url).not.toContain(stored.secretHash);
       expect(stored.secretHash).toMatch(/^[0-9a-f]{64}$/);
-      const get = await fetch(link.url);
-      expect(get.status).toBe(200);
-      expect(await get.text()).toContain('hello from the sandbox');
-      expect(get.headers.get('x-frame-options')).toBeNull();
-      expect((await fetch(link.url, { method: 'HEAD' })).status).toBe(200);
-      expect((await fetch(`${link.url}echo`, { method: 'POST', body: 'x' })).status).toBe(405);
+      const client = createPreviewClient();
+      const page = await client.request(link.url);
+      expect(page.status).toBe(200);
+      expect(page.url).toBe(`${new URL(link.url).origin}/`);
+      expect(page.body).toContain('hello from the sandbox');
+      expect(page.headers['x-frame-options']).toBeUndefined();
+      const origin = new URL(link.url).origin;
+      expect((await client.request(`${origin}/`, { method: 'HEAD' })).status).toBe(200);
+      expect((await client.request(`${origin}/echo`, { method: 'POST', body: 'x' })).status).toBe(405);
       const ws = await wsEcho(link.url.replace(/^http/, 'ws'));
       expect(ws.status).toBe(403);
+      // The secret opens only its own link's origin.
+      const other = await share('VIEW_ONLY');
+      if (other.__typename !== 'CreateShareLinkSuccess') throw new Error(JSON.stringify(other));
+      const swapped = `${new URL(other.url).origin}/?${new URL(link.url).searchParams}`;
+      expect((await get(swapped)).status).toBe(404);
     });
 
     test('an interactive link allows every method and WebSocket', async () => {
       const link = await share('INTERACTIVE');
       if (link.__typename !== 'CreateShareLinkSuccess') throw new Error(JSON.stringify(link));
-      const post = await fetch(`${link.url}echo`, { method: 'POST', body: 'data' });
-      expect(await post.json()).toMatchObject({ method: 'POST', body: 'data' });
-      const put = await fetch(`${link.url}echo`, { method: 'PUT', body: 'more' });
-      expect(await put.json()).toMatchObject({ method: 'PUT', body: 'more' });
+      const client = createPreviewClient();
+      expect((await client.request(link.url)).status).toBe(200);
+      const origin = new URL(link.url).origin;
+      const post = await client.request(`${origin}/echo`, { method: 'POST', body: 'data' });
+      expect(JSON.parse(post.body)).toMatchObject({ method: 'POST', body: 'data', cookie: null });
+      const put = await client.request(`${origin}/echo`, { method: 'PUT', body: 'more' });
+      expect(JSON.parse(put.body)).toMatchObject({ method: 'PUT', body: 'more' });
       expect((await wsEcho(link.url.replace(/^http/, 'ws'))).reply).toBe('echo:ping');
+    });
+
+    test('the old share path on the API origin redirects to the link’s origin', async () => {
+      const link = await share('VIEW_ONLY');
+      if (link.__typename !== 'CreateShareLinkSuccess') throw new Error(JSON.stringify(link));
+      const secret = new URL(link.url).searchParams.get('singulacomp_share')!;
+      const old = await fetch(`${e.t.url}/v1/share/${secret}/echo`, { redirect: 'manual' });
+      expect(old.status).toBe(308);
+      expect(old.headers.get('location')).toBe(
+        `${new URL(link.url).origin}/echo?singulacomp_share=${secret}`,
+      );
+      expect((await fetch(`${e.t.url}/v1/share/${'x'.repeat(32)}/`, { redirect: 'manual' })).status).toBe(
+        404,
+      );
     });
 
     test.each([22, 4096, 8000, 8080])('port %i is refused at creation', async (port) => {
@@ -466,11 +501,10 @@ describe('reaching a session from outside', () => {
     test('a blocked port is refused at request time too (a link stored before the rule, or edited)', async () => {
       const link = await share('INTERACTIVE');
       if (link.__typename !== 'CreateShareLinkSuccess') throw new Error(JSON.stringify(link));
-      const id = (await e.t.app.services.db.shareLink.findFirstOrThrow({ orderBy: { createdAt: 'desc' } }))
-        .id;
+      const id = (await latestLink()).id;
       for (const port of [22, 4096, 8000, 8080]) {
         await e.t.app.services.db.shareLink.update({ where: { id }, data: { port } });
-        expect((await fetch(link.url)).status).toBe(403);
+        expect((await get(link.url)).status).toBe(UNREACHABLE_PORT_STATUS);
       }
     });
 
@@ -482,7 +516,7 @@ describe('reaching a session from outside', () => {
         revoking.__typename !== 'CreateShareLinkSuccess'
       )
         throw new Error('create failed');
-      expect((await fetch(expiring.url)).status).toBe(200);
+      expect((await get(expiring.url)).status).toBe(200);
       const expiringId = (
         await e.t.app.services.db.shareLink.findMany({ orderBy: { createdAt: 'desc' }, take: 2 })
       )[1]!.id;
@@ -490,7 +524,7 @@ describe('reaching a session from outside', () => {
         where: { id: expiringId },
         data: { expiresAt: new Date(Date.now() - 1_000) },
       });
-      expect((await fetch(expiring.url)).status).toBe(410);
+      expect((await get(expiring.url)).status).toBe(410);
 
       const revoked = await e.t.request(
         RevokeShareLinkDocument,
@@ -501,7 +535,7 @@ describe('reaching a session from outside', () => {
         __typename: 'RevokeShareLinkSuccess',
         shareLink: { active: false },
       });
-      expect((await fetch(revoking.url)).status).toBe(410);
+      expect((await get(revoking.url)).status).toBe(410);
 
       const listed = await e.t.request(SandboxShareLinksDocument, { id: s.sandboxId }, pat);
       const byId = new Map(listed.data!.sandbox!.shareLinks.map((l) => [l.id, l]));
@@ -549,14 +583,15 @@ describe('reaching a session from outside', () => {
     const leaseBefore = await db.executionLease.findUnique({ where: { sessionId: s.sessionId } });
 
     // A preview is open (WebSocket) and in use (HTTP).
-    const ws = new WebSocket(`${e.t.wsUrl.replace('/graphql', '')}/v1/p/${s.sandboxId}/${app.port}/`, {
-      headers: { authorization: `Bearer ${pat}` },
+    const previewOrigin = `http://p${app.port}-${s.sandboxId}.localhost:${new URL(e.t.url).port}`;
+    const ws = previewWebSocket(`${previewOrigin.replace(/^http/, 'ws')}/`, {
+      authorization: `Bearer ${pat}`,
     });
     await new Promise((resolve) => ws.once('open', resolve));
     for (let i = 0; i < 5; i++) {
       expect(
         (
-          await fetch(`${e.t.url}/v1/p/${s.sandboxId}/${app.port}/`, {
+          await createPreviewClient().request(`${previewOrigin}/`, {
             headers: { authorization: `Bearer ${pat}` },
           })
         ).status,

@@ -9,7 +9,12 @@
 // A sandbox's processes are real local processes; its port 8000 is a free local port that the
 // emulator injects as SINGULACOMP_SERVICE_PORT. Previews go through a per-sandbox proxy that, like
 // Daytona's (private sandboxes by default), refuses requests without the sandbox's current
-// `x-daytona-preview-token`; the token is renewed on every start (SBX `start`: `authToken = nanoid(32)`).
+// `x-daytona-preview-token`; the token is renewed on every start (SBX `start`: `authToken = nanoid(32)`),
+// and a missing or stale one is redirected (307) to a login page that answers 200, as
+// `apps/proxy/pkg/proxy/auth.go` does. Quota refusals are 400 (v0.190). Snapshot activation is
+// asynchronous (SNAP `activateSnapshot`: the snapshot goes `pending`, creates from it answer 400
+// "Snapshot X is pending" until it is `active` again) and refused within ten minutes of its
+// deactivation.
 import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -45,6 +50,9 @@ export const DAYTONA_DEFAULT_SNAPSHOT = { name: 'daytonaio/sandbox:0.4.3', cpu: 
 /** Snapshots unused this long are deactivated (create from them → 400 until activated). */
 export const SNAPSHOT_INACTIVE_AFTER_MS = 14 * 24 * 3_600_000;
 
+/** Activation is refused this long after a deactivation (SNAP: "deactivation is still in progress"). */
+export const SNAPSHOT_REACTIVATION_COOLDOWN_MS = 10 * 60_000;
+
 export interface DaytonaEmulatorOptions {
   /** @default 'daytona-test-key' */
   apiKey?: string;
@@ -54,6 +62,10 @@ export interface DaytonaEmulatorOptions {
   stopDelayMs?: number;
   /** Time a snapshot spends building. @default 30 */
   snapshotBuildDelayMs?: number;
+  /** Time an activated snapshot spends `pending` before it is `active` again. @default 30 */
+  snapshotActivationDelayMs?: number;
+  /** Dockerfiles matching this never finish building (stay `building`). */
+  hangBuildsMatching?: RegExp;
   /** Dockerfiles matching this fail to build (`build_failed`). */
   failBuildsMatching?: RegExp;
   /** Port the preview URL maps to the emulated service port. @default 8000 */
@@ -109,6 +121,8 @@ interface SnapshotRecord {
   errorReason: string | null;
   /** Emulator-clock ms of the last sandbox created from it (or of its build). */
   lastUsedAt: number;
+  /** Emulator-clock ms of its last deactivation. */
+  deactivatedAt: number | null;
 }
 
 type Emulated = DaytonaEmulatedSandbox & { removeDir(): void; preview: Server };
@@ -159,8 +173,10 @@ export class DaytonaEmulator extends EmulatorBase {
   private readonly sandboxes = new Map<string, Emulated>();
   private readonly snapshotsByName = new Map<string, SnapshotRecord>();
   private clockOffsetMs = 0;
-  protected readonly options: Required<Omit<DaytonaEmulatorOptions, 'failBuildsMatching'>> &
-    Pick<DaytonaEmulatorOptions, 'failBuildsMatching'>;
+  protected readonly options: Required<
+    Omit<DaytonaEmulatorOptions, 'failBuildsMatching' | 'hangBuildsMatching'>
+  > &
+    Pick<DaytonaEmulatorOptions, 'failBuildsMatching' | 'hangBuildsMatching'>;
 
   private constructor(options: DaytonaEmulatorOptions) {
     super(errorBody);
@@ -169,6 +185,8 @@ export class DaytonaEmulator extends EmulatorBase {
       bootDelayMs: options.bootDelayMs ?? 30,
       stopDelayMs: options.stopDelayMs ?? 10,
       snapshotBuildDelayMs: options.snapshotBuildDelayMs ?? 30,
+      snapshotActivationDelayMs: options.snapshotActivationDelayMs ?? 30,
+      hangBuildsMatching: options.hangBuildsMatching,
       servicePort: options.servicePort ?? 8000,
       failBuildsMatching: options.failBuildsMatching,
       tier: options.tier ?? DAYTONA_TIER_1,
@@ -250,13 +268,20 @@ export class DaytonaEmulator extends EmulatorBase {
     return all;
   }
 
+  /** Deactivates snapshots unused for 14 days, dated when they crossed the line. */
   private deactivateUnused(): void {
     const now = this.now();
     for (const record of this.snapshotsByName.values()) {
       if (record.state === 'active' && now - record.lastUsedAt > SNAPSHOT_INACTIVE_AFTER_MS) {
         record.state = 'inactive';
+        record.deactivatedAt = record.lastUsedAt + SNAPSHOT_INACTIVE_AFTER_MS;
       }
     }
+  }
+
+  /** The login page a bad preview token is redirected to (the dashboard's sign-in, 200). */
+  get loginUrl(): string {
+    return `${this.server.url}/login`;
   }
 
   private dto(s: DaytonaEmulatedSandbox) {
@@ -310,7 +335,7 @@ export class DaytonaEmulator extends EmulatorBase {
 
   /**
    * Per-sandbox and account-total limits, checked on create, start and snapshot builds (SBX and
-   * SNAP `validateOrganizationQuotas`: ForbiddenException, i.e. 403, with these messages).
+   * SNAP `validateOrganizationQuotas`: 400 with these messages in v0.190; older releases said 403).
    */
   private quotaRefusal(
     resources: { cpu: number; memory: number; disk: number },
@@ -320,17 +345,17 @@ export class DaytonaEmulator extends EmulatorBase {
     const tier = this.options.tier;
     if (resources.cpu > tier.maxCpuPerSandbox)
       return this.refuse(
-        403,
+        400,
         `CPU request ${resources.cpu} exceeds maximum allowed per sandbox (${tier.maxCpuPerSandbox}).`,
       );
     if (resources.memory > tier.maxMemoryPerSandboxGiB)
       return this.refuse(
-        403,
+        400,
         `Memory request ${resources.memory}GB exceeds maximum allowed per sandbox (${tier.maxMemoryPerSandboxGiB}GB).`,
       );
     if (resources.disk > tier.maxDiskPerSandboxGiB)
       return this.refuse(
-        403,
+        400,
         `Disk request ${resources.disk}GB exceeds maximum allowed per sandbox (${tier.maxDiskPerSandboxGiB}GB).`,
       );
     if (!totals) return null;
@@ -340,16 +365,19 @@ export class DaytonaEmulator extends EmulatorBase {
     const memory = running.reduce((sum, s) => sum + s.memory, 0) + resources.memory;
     const disk = others.filter((s) => s.state !== 'archived').reduce((sum, s) => sum + s.disk, 0);
     if (cpu > tier.totalCpu)
-      return this.refuse(403, `Total CPU limit exceeded. Maximum allowed: ${tier.totalCpu}.`);
+      return this.refuse(400, `Total CPU limit exceeded. Maximum allowed: ${tier.totalCpu}.`);
     if (memory > tier.totalMemoryGiB)
-      return this.refuse(403, `Total memory limit exceeded. Maximum allowed: ${tier.totalMemoryGiB}GiB.`);
+      return this.refuse(400, `Total memory limit exceeded. Maximum allowed: ${tier.totalMemoryGiB}GiB.`);
     if (disk + resources.disk > tier.totalDiskGiB)
-      return this.refuse(403, `Total disk limit exceeded. Maximum allowed: ${tier.totalDiskGiB}GiB.`);
+      return this.refuse(400, `Total disk limit exceeded. Maximum allowed: ${tier.totalDiskGiB}GiB.`);
     return null;
   }
 
   protected async route(req: JsonRequest): Promise<Reply> {
     this.deactivateUnused();
+    if (req.path === '/login' && req.method === 'GET') {
+      return { status: 200, json: { page: 'Sign in to Daytona' }, headers: { 'content-type': 'text/html' } };
+    }
     if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       return { status: 401, json: errorBody(401, 'Invalid credentials') };
     }
@@ -533,7 +561,7 @@ export class DaytonaEmulator extends EmulatorBase {
   }
 
   /**
-   * Daytona's preview proxy for one sandbox: the current preview token or 401, a started sandbox
+   * Daytona's preview proxy for one sandbox: the current preview token or a 307 to the sign-in page, a started sandbox
    * or 502, then the request is relayed to the service port (502 when nothing listens there).
    */
   private previewProxy(sandbox: DaytonaEmulatedSandbox): Server {
@@ -543,7 +571,10 @@ export class DaytonaEmulator extends EmulatorBase {
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ message }));
       };
       if (req.headers['x-daytona-preview-token'] !== sandbox.previewToken) {
-        reply(401, 'Unauthorized: a valid x-daytona-preview-token is required for private sandboxes');
+        // apps/proxy auth: no valid token → a redirect to the sign-in page, not a 401.
+        req.resume();
+        const back = encodeURIComponent(`http://127.0.0.1:${sandbox.previewPort}${req.url ?? '/'}`);
+        res.writeHead(307, { location: `${this.loginUrl}?redirect=${back}` }).end();
         return;
       }
       if (sandbox.state !== 'started') {
@@ -651,7 +682,7 @@ export class DaytonaEmulator extends EmulatorBase {
       if (!command)
         return {
           status: 404,
-          json: daemonError(404, `command ${commandId} not found`, 'PROCESS_NOT_FOUND'),
+          json: daemonError(404, `command ${commandId} not found`, 'NOT_FOUND'),
         };
       if (tail === 'logs')
         return { status: 200, json: { output: command.output, stdout: command.output, stderr: '' } };
@@ -689,6 +720,7 @@ export class DaytonaEmulator extends EmulatorBase {
         ...resources,
         errorReason: null,
         lastUsedAt: this.now(),
+        deactivatedAt: null,
       };
       this.snapshotsByName.set(body.name, record);
       this.later(this.options.snapshotBuildDelayMs / 2, () => {
@@ -696,6 +728,7 @@ export class DaytonaEmulator extends EmulatorBase {
       });
       this.later(this.options.snapshotBuildDelayMs, () => {
         if (record.state !== 'building' && record.state !== 'pending') return;
+        if (this.options.hangBuildsMatching?.test(dockerfile)) return;
         const fail = this.options.failBuildsMatching?.test(dockerfile);
         record.state = fail ? 'build_failed' : 'active';
         record.errorReason = fail ? 'Dockerfile step failed' : null;
@@ -710,14 +743,29 @@ export class DaytonaEmulator extends EmulatorBase {
     if (!record) return this.notFound(`Snapshot with name ${idOrName}`);
     if (!action && req.method === 'GET') return { status: 200, json: this.snapshotDto(record) };
     if (action === 'activate' && req.method === 'POST') {
-      // SNAP activateSnapshot: only an inactive snapshot activates (at once); others → 400.
+      // SNAP activateSnapshot: only an inactive snapshot activates, and not within ten minutes of
+      // its deactivation; it goes `pending` and is processed again before it is `active`.
       if (record.state === 'active') return this.refuse(400, `Snapshot ${record.id} is already active`);
       if (record.state !== 'inactive')
         return this.refuse(400, `Snapshot ${record.id} cannot be activated - it is in ${record.state} state`);
+      if (
+        record.deactivatedAt !== null &&
+        this.now() - record.deactivatedAt < SNAPSHOT_REACTIVATION_COOLDOWN_MS
+      ) {
+        return this.refuse(
+          400,
+          `Snapshot ${record.id} deactivation is still in progress, please try again in a few minutes`,
+        );
+      }
       const quota = this.quotaRefusal(record, undefined, false);
       if (quota) return quota;
-      record.state = 'active';
+      record.state = 'pending';
       record.lastUsedAt = this.now();
+      this.later(this.options.snapshotActivationDelayMs, () => {
+        if (record.state !== 'pending') return;
+        record.state = 'active';
+        record.lastUsedAt = this.now();
+      });
       return { status: 200, json: this.snapshotDto(record) };
     }
     return this.notFound(req.path);

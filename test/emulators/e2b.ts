@@ -9,7 +9,12 @@
 // sandbox's end time is clamped to start + max instance length, past it 400 "Max instance length
 // exceeded"; not running → 409/404), `packages/api/internal/handlers/` (sandbox create, template
 // builds), and the SDK's `checkAliasExists` (an alias answers as soon as a build is registered, 403
-// reads as "exists").
+// reads as "exists"). Plan limits (E2B pricing and `sandbox_create.go`): Hobby allows one sandbox
+// create per second and 20 concurrent running sandboxes (429, with or without `Retry-After`), a
+// 10 GiB disk and 1 h sessions; Pro 100 concurrent, 20 GiB and 24 h. Each route answers only at its
+// own API version (`/v2/sandboxes`, `/v3/templates`, unversioned `/sandboxes/{id}`): a wrong prefix
+// is a 404 like the real router's. `connect` to a sandbox being paused waits for the pause and
+// resumes it; `connect` to a running sandbox past its maximum length answers 400.
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { EmulatorBase, killProcesses, processEnv } from './base';
@@ -36,13 +41,49 @@ export interface E2BEmulatorOptions {
   failBuildsMatching?: RegExp;
   /** How late the evictor acts on a deadline (a window in which a sandbox runs past its end). @default 0 */
   evictionLagMs?: number;
+  /** Sandbox creates accepted per second. @default the plan's (Hobby 1, Pro 5) */
+  createsPerSecond?: number;
+  /** Whether a rate-limited create carries `Retry-After` (seconds). @default false */
+  rateLimitRetryAfter?: boolean;
+  /** Running sandboxes at once. @default the plan's (Hobby 20, Pro 100) */
+  maxConcurrent?: number;
 }
 
 /** Plan limits (E2B pricing/docs: template CPU 1 or even up to 8, memory up to 8 GiB; length 1 h / 24 h). */
 export const E2B_PLANS = {
-  hobby: { maxInstanceLengthMs: 3_600_000, maxCpu: 8, maxMemoryMB: 8_192 },
-  pro: { maxInstanceLengthMs: 24 * 3_600_000, maxCpu: 8, maxMemoryMB: 8_192 },
+  hobby: {
+    maxInstanceLengthMs: 3_600_000,
+    maxCpu: 8,
+    maxMemoryMB: 8_192,
+    diskSizeMB: 10_240,
+    createsPerSecond: 1,
+    maxConcurrent: 20,
+  },
+  pro: {
+    maxInstanceLengthMs: 24 * 3_600_000,
+    maxCpu: 8,
+    maxMemoryMB: 8_192,
+    diskSizeMB: 20_480,
+    createsPerSecond: 5,
+    maxConcurrent: 100,
+  },
 } as const;
+
+/** The routes of the API, each at its one version (OPENAPI paths; the SDK's calls). */
+const ROUTES: ReadonlyArray<readonly [string, RegExp]> = [
+  ['POST', /^\/v2\/sandboxes$/],
+  ['GET', /^\/v2\/sandboxes$/],
+  ['POST', /^\/v2\/sandboxes\/[^/]+\/connect$/],
+  ['GET', /^\/sandboxes\/[^/]+$/],
+  ['DELETE', /^\/sandboxes\/[^/]+$/],
+  ['POST', /^\/sandboxes\/[^/]+\/(timeout|pause)$/],
+  ['POST', /^\/v3\/templates$/],
+  ['GET', /^\/templates\/aliases\/[^/]+$/],
+  ['GET', /^\/templates\/[^/]+$/],
+  ['GET', /^\/templates\/[^/]+\/files\/[^/]+$/],
+  ['POST', /^\/v2\/templates\/[^/]+\/builds\/[^/]+$/],
+  ['GET', /^\/templates\/[^/]+\/builds\/[^/]+\/status$/],
+];
 
 export interface E2BEmulatedSandbox {
   sandboxID: string;
@@ -100,6 +141,9 @@ interface TemplateRecord {
   builds: BuildRecord[];
 }
 
+/** The port envd listens on in every sandbox (the SDK's `ENVD_PORT`). */
+const ENVD_PORT = 49983;
+
 /** Step types E2B's builder executes; anything else is refused like the real API would. */
 const STEP_TYPES = new Set(['RUN', 'COPY', 'ENV', 'WORKDIR', 'USER']);
 
@@ -129,8 +173,10 @@ export class E2BEmulator extends EmulatorBase {
   private readonly builds: E2BTemplateBuild[] = [];
   protected readonly options: Required<Omit<E2BEmulatorOptions, 'failBuildsMatching'>> &
     Pick<E2BEmulatorOptions, 'failBuildsMatching'>;
-  /** Sandboxes between running and paused (pause in progress): operations on them answer 409. */
-  private readonly pausing = new Map<string, number>();
+  /** Sandboxes between running and paused: timeout and pause answer 409, connect waits for it. */
+  private readonly pausing = new Map<string, Promise<void>>();
+  /** Emulator times (ms) of the creates accepted in the last second. */
+  private readonly recentCreates: number[] = [];
 
   private constructor(options: E2BEmulatorOptions) {
     super(errorBody);
@@ -146,25 +192,30 @@ export class E2BEmulator extends EmulatorBase {
       foreignTemplates: options.foreignTemplates ?? [],
       failBuildsMatching: options.failBuildsMatching,
       evictionLagMs: options.evictionLagMs ?? 0,
+      createsPerSecond: options.createsPerSecond ?? E2B_PLANS[plan].createsPerSecond,
+      rateLimitRetryAfter: options.rateLimitRetryAfter ?? false,
+      maxConcurrent: options.maxConcurrent ?? E2B_PLANS[plan].maxConcurrent,
     };
   }
 
-  /**
-   * Holds a running sandbox in the middle of a pause: requests on it answer 409 until `refusals`
-   * of them were refused, then the pause completes.
-   */
-  holdPausing(id: string, refusals = 1): void {
-    if (this.sandboxes.has(id)) this.pausing.set(id, refusals);
+  /** Starts pausing a running sandbox; the pause completes after `durationMs`. */
+  holdPausing(id: string, durationMs = 200): void {
+    const sandbox = this.sandboxes.get(id);
+    if (!sandbox || this.pausing.has(id)) return;
+    this.pausing.set(
+      id,
+      new Promise<void>((resolve) =>
+        this.later(durationMs, () => {
+          this.pausing.delete(id);
+          this.pause(sandbox);
+          resolve();
+        }),
+      ),
+    );
   }
 
-  /** A 409 "changing state"; completes a held pause once it has refused enough. */
-  private changingState(sandbox: E2BEmulatedSandbox & { timer?: NodeJS.Timeout }): Reply {
-    const left = (this.pausing.get(sandbox.sandboxID) ?? 1) - 1;
-    if (left > 0) this.pausing.set(sandbox.sandboxID, left);
-    else {
-      this.pausing.delete(sandbox.sandboxID);
-      this.pause(sandbox);
-    }
+  /** A 409 "changing state" (timeout and pause while a pause runs). */
+  private changingState(sandbox: E2BEmulatedSandbox): Reply {
     return { status: 409, json: errorBody(409, `Sandbox ${sandbox.sandboxID} is changing state (pausing)`) };
   }
 
@@ -191,6 +242,14 @@ export class E2BEmulator extends EmulatorBase {
 
   templateList(): TemplateRecord[] {
     return [...this.templates.values()];
+  }
+
+  /** Marks every build of a template failed (a template that no longer boots: create answers 404). */
+  failTemplate(templateID: string): void {
+    const record = this.templates.get(templateID);
+    if (!record) return;
+    for (const build of record.builds) build.status = 'error';
+    record.status = 'error';
   }
 
   /** Every accepted template build, in order: the steps E2B would have run. */
@@ -282,8 +341,41 @@ export class E2BEmulator extends EmulatorBase {
       state: s.state,
       cpuCount: template?.cpuCount ?? 2,
       memoryMB: template?.memoryMB ?? 512,
-      diskSizeMB: 10_240,
+      diskSizeMB: E2B_PLANS[this.options.plan].diskSizeMB,
     };
+  }
+
+  /**
+   * The plan's create rate and concurrency (`sandbox_create.go`: a running-sandbox count over the
+   * team's limit and a per-second create limit both answer 429).
+   */
+  private createRateRefusal(): Reply | null {
+    const running = this.list().filter((s) => s.state === 'running').length;
+    if (running >= this.options.maxConcurrent) {
+      return {
+        status: 429,
+        json: errorBody(
+          429,
+          `You have reached the maximum number of concurrent E2B sandboxes (${this.options.maxConcurrent}). If you need more, please contact us.`,
+        ),
+      };
+    }
+    const now = Date.now();
+    while (this.recentCreates.length > 0 && now - (this.recentCreates[0] as number) >= 1_000) {
+      this.recentCreates.shift();
+    }
+    if (this.recentCreates.length >= this.options.createsPerSecond) {
+      const waitMs = 1_000 - (now - (this.recentCreates[0] as number));
+      return {
+        status: 429,
+        json: errorBody(429, 'Rate limit exceeded: too many sandbox creates, please slow down'),
+        ...(this.options.rateLimitRetryAfter
+          ? { headers: { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) } }
+          : {}),
+      };
+    }
+    this.recentCreates.push(now);
+    return null;
   }
 
   private notFound(message: string): Reply {
@@ -295,8 +387,11 @@ export class E2BEmulator extends EmulatorBase {
     if (req.headers['x-api-key'] !== this.options.apiKey) {
       return { status: 401, json: errorBody(401, 'Invalid API key') };
     }
+    if (!ROUTES.some(([method, pattern]) => method === req.method && pattern.test(req.path))) {
+      return this.notFound(`no route ${req.method} ${req.path}`);
+    }
     const segments = req.path.split('/').filter(Boolean);
-    const versioned = segments[0] === 'v2' || segments[0] === 'v3' ? segments.slice(1) : segments;
+    const versioned = /^v\d+$/.test(segments[0] ?? '') ? segments.slice(1) : segments;
     const [resource, id, action, ...rest] = versioned;
     if (resource === 'sandboxes') return this.sandboxRoute(req, id, action);
     if (resource === 'templates') return this.templateRoute(req, id, action, rest);
@@ -321,6 +416,8 @@ export class E2BEmulator extends EmulatorBase {
       if (!this.bootable(body.templateID)) {
         return this.notFound(`template '${body.templateID}' not found`);
       }
+      const limited = this.createRateRefusal();
+      if (limited) return limited;
       const timeout = body.timeout ?? 300;
       if (timeout * 1000 > this.options.maxInstanceLengthMs) {
         const hours = this.options.maxInstanceLengthMs / 3_600_000;
@@ -381,8 +478,12 @@ export class E2BEmulator extends EmulatorBase {
       return { status: 204 };
     }
     if (action === 'connect' && req.method === 'POST') {
-      if (changing) return this.changingState(sandbox);
+      // OPENAPI connect: a sandbox being paused is waited for, then resumed.
+      if (changing) await this.pausing.get(sandbox.sandboxID);
+      if (!this.sandboxes.has(sandbox.sandboxID)) return this.notFound(`sandbox ${id} not found`);
       const timeout = req.json<{ timeout?: number }>().timeout ?? 300;
+      if (sandbox.state === 'running' && this.pastMaxLength(sandbox))
+        return { status: 400, json: errorBody(400, 'Max instance length exceeded') };
       const resumed = sandbox.state === 'paused';
       if (resumed) {
         // A resumed sandbox is a new instance: its maximum length counts from now.
@@ -549,7 +650,21 @@ export class E2BEmulator extends EmulatorBase {
 
   /** envd `process.Process/Start`: a server-streaming Connect-RPC call with JSON envelopes. */
   private async envd(req: JsonRequest, res: ServerResponse): Promise<Reply> {
-    const sandboxId = String(req.headers['e2b-sandbox-id'] ?? '');
+    // E2B's edge routes envd traffic by `E2b-Sandbox-Id` + `E2b-Sandbox-Port` (what the SDK sends
+    // to `sandbox.<domain>` and to a `sandboxUrl`), or by a `49983-<id>.<domain>` host.
+    const host = /^(\d+)-([^.]+)\.(.+)$/.exec(String(req.headers.host ?? ''));
+    const routed = req.headers['e2b-sandbox-id']
+      ? { id: String(req.headers['e2b-sandbox-id']), port: String(req.headers['e2b-sandbox-port'] ?? '') }
+      : host && host[3] === this.options.domain
+        ? { id: host[2] as string, port: host[1] as string }
+        : { id: '', port: '' };
+    if (routed.port !== String(ENVD_PORT)) {
+      return {
+        status: 502,
+        json: errorBody(502, `no envd route (sandbox port ${routed.port || 'missing'})`),
+      };
+    }
+    const sandboxId = routed.id;
     const sandbox = this.sandboxes.get(sandboxId);
     // E2B's edge answers 502 for a sandbox that is gone or paused.
     if (sandbox?.state !== 'running') {

@@ -23,18 +23,24 @@ export interface RequestRecord {
   fault?: FaultKind;
 }
 
-export type FaultKind = 'rate-limit' | 'server-error' | 'slow' | 'unauthorized';
+export type FaultKind = 'rate-limit' | 'server-error' | 'slow' | 'unauthorized' | 'reply';
 
 export type Fault =
   | { kind: 'rate-limit'; retryAfterSeconds: number }
   | { kind: 'server-error'; status?: number }
   /** Waits `delayMs`, then answers normally (a client with a shorter deadline times out). */
   | { kind: 'slow'; delayMs: number }
-  | { kind: 'unauthorized' };
+  | { kind: 'unauthorized' }
+  /** Answers with this status and JSON body (an answer of the real service the emulator has no state for). */
+  | { kind: 'reply'; status: number; json: unknown };
 
 export interface FaultOptions {
   /** How many matching requests the fault answers. @default 1 */
   times?: number;
+  /** How many matching requests pass untouched before the fault answers. @default 0 */
+  skip?: number;
+  /** Send `Retry-After` with a rate-limit fault. @default true */
+  retryAfterHeader?: boolean;
   /** Substring or pattern the request path must match. */
   path?: string | RegExp;
   method?: string;
@@ -43,6 +49,8 @@ export interface FaultOptions {
 interface ArmedFault {
   fault: Fault;
   remaining: number;
+  skip: number;
+  retryAfterHeader: boolean;
   path?: string | RegExp;
   method?: string;
 }
@@ -94,7 +102,14 @@ export class EmulatorServer {
 
   /** Arms a fault for the next `times` requests matching `path`/`method`. */
   inject(fault: Fault, options: FaultOptions = {}): void {
-    this.faults.push({ fault, remaining: options.times ?? 1, path: options.path, method: options.method });
+    this.faults.push({
+      fault,
+      remaining: options.times ?? 1,
+      skip: options.skip ?? 0,
+      retryAfterHeader: options.retryAfterHeader ?? true,
+      path: options.path,
+      method: options.method,
+    });
   }
 
   clearFaults(): void {
@@ -120,6 +135,10 @@ export class EmulatorServer {
     );
     if (index < 0) return null;
     const armed = this.faults[index] as ArmedFault;
+    if (armed.skip > 0) {
+      armed.skip -= 1;
+      return null;
+    }
     armed.remaining -= 1;
     if (armed.remaining <= 0) this.faults.splice(index, 1);
     return armed;
@@ -154,11 +173,15 @@ export class EmulatorServer {
         if (fault.kind === 'slow') {
           await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
           if (raw.destroyed || res.destroyed) return finish(499);
+        } else if (fault.kind === 'reply') {
+          res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify(fault.json));
+          return finish(fault.status);
         } else {
           const status =
             fault.kind === 'rate-limit' ? 429 : fault.kind === 'unauthorized' ? 401 : (fault.status ?? 503);
           const headers: Record<string, string> = { 'content-type': 'application/json' };
-          if (fault.kind === 'rate-limit') headers['retry-after'] = String(fault.retryAfterSeconds);
+          if (fault.kind === 'rate-limit' && armed.retryAfterHeader)
+            headers['retry-after'] = String(fault.retryAfterSeconds);
           res
             .writeHead(status, headers)
             .end(JSON.stringify(this.errorBody(status, `injected ${fault.kind}`)));
@@ -374,7 +397,10 @@ export async function answers(
   }
 }
 
-/** The HTTP status the daemon's health route answers with these headers (0: no connection). */
+/**
+ * The HTTP status the daemon's health route answers with these headers (0: no connection);
+ * redirects are not followed (Daytona's proxy sends a refused token to its sign-in page).
+ */
 export async function healthStatus(
   serviceUrl: string,
   headers: Record<string, string> = {},
@@ -382,6 +408,7 @@ export async function healthStatus(
   try {
     const response = await fetch(`${serviceUrl}/singulacomp/health`, {
       headers,
+      redirect: 'manual',
       signal: AbortSignal.timeout(2_000),
     });
     await response.body?.cancel();

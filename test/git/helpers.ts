@@ -81,11 +81,14 @@ export interface GitHttpServer {
 
 /**
  * Serves the bare repositories under `projectRoot` over smart HTTP through `git http-backend`,
- * answering 401 unless the request carries `Authorization: <expectedAuthorization>`.
+ * answering 401 unless the request carries `Authorization: <expectedAuthorization>` (undefined: a
+ * public repository, no header). Listens on `host` (a container network's gateway, for clients in
+ * containers). @default host 127.0.0.1
  */
 export async function startGitHttpServer(
   projectRoot: string,
-  expectedAuthorization: string,
+  expectedAuthorization: string | undefined,
+  host = '127.0.0.1',
 ): Promise<GitHttpServer> {
   const authorizations: Array<string | undefined> = [];
   const server: Server = createServer((req: IncomingMessage, res) => {
@@ -131,10 +134,10 @@ export async function startGitHttpServer(
       res.end(output.subarray(split + 4));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `http://127.0.0.1:${port}/`,
+    baseUrl: `http://${host}:${port}/`,
     authorizations,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CreateProjectDocument } from '../generated/graphql';
 import { type LiveSession, startSession } from '../leases/helpers';
 import { type TestApp, startTestApp } from '../support/app';
-import { type TestRepo, createTestRepo, git } from '../support/git';
+import { SAFE_DIRECTORY_ENV, type TestRepo, createTestRepo, git } from '../support/git';
 import { waitFor } from '../support/wait';
 
 const run = promisify(execFile);
@@ -51,7 +51,10 @@ describe('the git proxy seen from a LOCAL sandbox', () => {
   /** git in the sandbox's workspace with the sandbox's environment; never throws. */
   async function sandboxGit(box: Sandbox, ...args: string[]) {
     try {
-      const { stdout, stderr } = await run('git', args, { cwd: box.workspace, env: box.env });
+      // The workspace belongs to the sandbox's own uid (a root server's LOCAL sandboxes); git run
+      // from the host as root would refuse it as dubious ownership.
+      const env = { ...box.env, ...SAFE_DIRECTORY_ENV };
+      const { stdout, stderr } = await run('git', args, { cwd: box.workspace, env });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code: number; stdout: string; stderr: string };

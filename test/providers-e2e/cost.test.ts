@@ -80,7 +80,8 @@ describe('cost of sessions on cloud providers', () => {
         caps: { diskGiB: 20 },
       },
     });
-    e2b = await startE2B({ entryCommand: entry.command });
+    // A Pro team, whose sandboxes get the default spec's 20 GiB disk (Hobby's is 10).
+    e2b = await startE2B({ entryCommand: entry.command, e2bPlan: 'pro' });
     t = await startTestApp({ providers: [daytona.provider, e2b.provider] });
   });
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { repoRef } from '../../resolvers/sessions/lifecycle';
+import { repoRef } from '../../resolvers/git/project-repo';
 import type { E2BEmulator } from '../emulators/e2b';
 import { fakeDaemonCommand } from '../emulators/harness';
 import {
@@ -22,6 +22,8 @@ import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 import { type EmulatedProvider, startE2B } from './fixtures';
+
+const HOBBY_DISK = 'diskGiB: 20 GiB exceeds the E2B cap of 10; clamped to 10';
 
 const MANIFEST = `sandbox:
   default: single
@@ -107,7 +109,8 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
 
   test('a single-stage template Dockerfile triggers exactly one template build, and its sessions boot from that template', async () => {
     const first = await running(await start('single'));
-    expect(first.sandbox?.warnings).toEqual([]);
+    // The platform default disk of 20 GiB is over E2B Hobby's 10 GiB.
+    expect(first.sandbox?.warnings).toEqual([HOBBY_DISK]);
     expect(first.sandbox?.snapshot).toMatchObject({ status: 'ACTIVE', provider: 'E2B' });
     expect(first.template?.snapshot?.key).toBe(first.sandbox?.snapshot?.key);
     expect(emulated.builds()).toBe(1);
@@ -158,7 +161,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
       spec: {
         cpu: second.sandbox?.cpu as number,
         memoryGiB: second.sandbox?.memoryGiB as number,
-        diskGiB: 20,
+        diskGiB: second.sandbox?.diskGiB as number,
       },
     };
     const asPackage = await t.app.services.snapshots.plan({ ...input, runtimeSource: 'package' });
@@ -169,11 +172,34 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     expect(asPackage.dockerfile).not.toContain('COPY --from=');
   });
 
+  test('a template that no longer boots fails its session, is marked FAILED, and the next session rebuilds it', async () => {
+    const first = await running(await start('single'));
+    const key = first.sandbox?.snapshot?.key as string;
+    const where = { provider_key: { provider: 'E2B' as const, key } };
+    const row = await t.app.services.db.snapshot.findUniqueOrThrow({ where });
+    const buildsBefore = emulated.builds();
+    // E2B lost the template's builds: a create from it answers 404 "template not found".
+    emulated.emulator.failTemplate(row.providerRef as string);
+    const refusedId = await start('single');
+    const refused = await waitFor(async () => {
+      const s = await read(refusedId);
+      return s.status === 'FAILED' ? s : null;
+    }, 60_000);
+    expect(refused.failureReason).toContain('is unusable');
+    expect((await t.app.services.db.snapshot.findUniqueOrThrow({ where })).status).toBe('FAILED');
+
+    const rebuilt = await running(await start('single'));
+    expect(emulated.builds()).toBe(buildsBefore + 1);
+    expect(bootedFrom(rebuilt.sandbox?.providerSandboxId)).toBe(row.providerRef);
+    expect((await t.app.services.db.snapshot.findUniqueOrThrow({ where })).status).toBe('ACTIVE');
+  });
+
   test('a multi-stage template Dockerfile boots from the default template with a warning saying why and how to fix it', async () => {
     const buildsBefore = emulated.builds();
     const s = await running(await start('multi'));
     expect(s.sandbox?.snapshot).toBeNull();
     expect(s.sandbox?.warnings).toEqual([
+      HOBBY_DISK,
       "E2B: no per-project image for template multi (docker/multi.Dockerfile): E2B's template builder accepts single-stage Dockerfiles only, and this one has 2 stages (FROM on lines 1, 4); make it single-stage (one FROM, no COPY --from) to get a per-project template; booted from the provider's default image",
     ]);
     expect(bootedFrom(s.sandbox?.providerSandboxId)).toBe('base');
@@ -187,6 +213,7 @@ describe('per-project templates on E2B through its SDK and emulator', () => {
     const s = await running(await start('copies'));
     expect(s.sandbox?.snapshot).toBeNull();
     expect(s.sandbox?.warnings).toEqual([
+      HOBBY_DISK,
       expect.stringMatching(
         /^E2B: no per-project image for template copies \(docker\/copies\.Dockerfile\): E2B's template builder uploads COPY sources from the server, not from the repository \(line 2\); fetch those files in a RUN step/,
       ),

@@ -88,6 +88,8 @@ export interface EmulatorOptions {
   retry?: RetryOptions;
   /** Daytona: the emulated organization's limits and the adapter's configured caps. */
   daytona?: { tier?: DaytonaTier; caps?: Partial<HardwareSpec> };
+  /** E2B: the team's plan (Hobby: 10 GiB disk, Pro: 20). @default 'hobby' */
+  e2bPlan?: 'hobby' | 'pro';
 }
 
 export async function startDaytona(
@@ -131,7 +133,12 @@ export async function startDaytona(
 export async function startE2B(
   options: EmulatorOptions,
 ): Promise<EmulatedProvider & { emulator: E2BEmulator }> {
-  const emulator = await E2BEmulator.start({ templateBuildDelayMs: options.buildDelayMs ?? 30 });
+  // Creates faster than Hobby's one a second: the plan's rate is tested in test/providers/e2b.test.ts.
+  const emulator = await E2BEmulator.start({
+    templateBuildDelayMs: options.buildDelayMs ?? 30,
+    createsPerSecond: 50,
+    plan: options.e2bPlan ?? 'hobby',
+  });
   const provider = new E2BProvider({
     apiKey: emulator.apiKey,
     apiUrl: emulator.url,
@@ -139,6 +146,8 @@ export async function startE2B(
     domain: emulator.domain,
     hostToUrl: emulator.resolveHost,
     entryCommand: options.entryCommand,
+    minCreateIntervalMs: 20,
+    plan: options.e2bPlan ?? 'hobby',
     retry: options.retry ?? TEST_RETRY,
   });
   return {

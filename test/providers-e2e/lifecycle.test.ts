@@ -82,13 +82,14 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       expect(running.status).toBe('RUNNING');
       expect(running.provisioningPhase).toBeNull();
       const sandbox = running.sandbox;
-      // Daytona's documented default maximum disk is 10 GiB: the platform default of 20 is clamped.
+      // Daytona's documented default maximum disk and E2B Hobby's are 10 GiB: the platform default
+      // of 20 is clamped.
       expect(sandbox).toMatchObject({
         status: 'STARTED',
         provider: name,
         cpu: 2,
         memoryGiB: 4,
-        diskGiB: name === 'DAYTONA' ? 10 : 20,
+        diskGiB: name === 'PLATINUM' ? 20 : 10,
       });
       const providerSandboxId = sandbox?.providerSandboxId as string;
       expect(emulated.list()).toEqual([providerSandboxId]);
@@ -96,7 +97,7 @@ for (const name of ['DAYTONA', 'E2B', 'PLATINUM'] as const) {
       // The default image was built through the provider once, and the sandbox boots from it (E2B:
       // a template whose runtime layer installs the runtime with RUN steps, single-stage).
       expect(sandbox?.warnings).toEqual(
-        name === 'DAYTONA' ? ['diskGiB: 20 GiB exceeds the DAYTONA cap of 10; clamped to 10'] : [],
+        name === 'PLATINUM' ? [] : [`diskGiB: 20 GiB exceeds the ${name} cap of 10; clamped to 10`],
       );
       expect(sandbox?.snapshot).toMatchObject({ status: 'ACTIVE', provider: name });
       expect(emulated.builds()).toBe(1);

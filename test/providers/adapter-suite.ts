@@ -1,8 +1,15 @@
 // Set-up and the tests every cloud adapter shares, run by test/providers/{daytona,e2b,platinum}.test.ts
 // against each provider's emulator: one emulator and adapter per file, a stand-in daemon as the
-// entry command, faults cleared and sandboxes destroyed after each test. `conformance()` is the
-// provider conformance suite (lifecycle, keep-alive, limits, failures): a new provider is added by
-// writing its emulator and passing it.
+// entry command, faults cleared and sandboxes destroyed after each test.
+//
+// The provider conformance suite has two halves:
+// - `contractChecks(target, profile)`: what an adapter promises, observed only through the adapter
+//   and the sandbox's service URL. It runs against an emulator here and against the real service in
+//   test/providers/conformance-real.test.ts (when that provider's key and URL are set).
+// - `emulatorChecks(suite, profile)`: what needs the emulator's insides (its request log, injected
+//   faults, held transitions, the sandboxes it holds).
+// `conformance(suite, profile)` runs both against an emulator. An adapter without an emulator (a
+// local runtime) can call `contractChecks` with a target of its own.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +17,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HARDWARE_LIMITS } from '../../image/spec';
 import {
   ProviderAuthError,
-  ProviderError,
   ProviderNotFoundError,
+  ProviderSnapshotUnusableError,
   ProviderUnavailableError,
   type RetryOptions,
 } from '../../resolvers/providers/errors';
@@ -24,7 +31,7 @@ import { sandboxRequest } from '../emulators/request';
 /** Quick retries so outage tests finish fast; no jitter so attempt counts are exact. */
 export const TEST_RETRY: RetryOptions = { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 50, jitter: false };
 
-type Adapter = SandboxProvider & Required<Pick<SandboxProvider, 'previewHost'>>;
+export type Adapter = SandboxProvider & Required<Pick<SandboxProvider, 'previewHost'>>;
 
 export interface AdapterSuite<E extends EmulatorBase, P extends Adapter, O> {
   readonly emulator: E;
@@ -130,47 +137,41 @@ export function itCreatesNothingWhileCreateIsDown(
   });
 }
 
-/** A wrong key fails create with ProviderAuthError naming the key's env var, creating nothing. */
-export function itReportsRejectedKey(suite: AnySuite, key: { envVar: string; wrong: string }): void {
-  it(`reports a rejected API key as ProviderAuthError naming ${key.envVar}`, async () => {
-    const wrong = suite.make({ apiKey: key.wrong });
-    try {
-      const error = await wrong.create(suite.request()).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ProviderAuthError);
-      expect((error as Error).message).toContain(key.envVar);
-      expect(suite.emulator.list()).toEqual([]);
-    } finally {
-      await wrong.close?.();
-    }
-  });
+/** What the contract checks need: an adapter, a way to make another, and create requests. */
+export interface ContractTarget {
+  readonly provider: Adapter;
+  /** A further adapter of the same provider with another API key (closed by the check). */
+  make(overrides: { apiKey: string }): Adapter;
+  /** A create request with fresh ids. */
+  request(): CreateSandboxRequest;
 }
 
-/** previewHost(id, 3000) is `3000-<id>.<domain>`. */
-export function itAnswersPreviewHost(suite: AnySuite, name: string, domain: string): void {
-  it(name, async () => {
-    const { providerSandboxId } = await suite.provider.create(suite.request());
-    expect(await suite.provider.previewHost(providerSandboxId, 3000)).toBe(
-      `3000-${providerSandboxId}.${domain}`,
-    );
-  });
-}
-
-/** What the conformance suite needs to know about one provider and its emulator. */
-export interface ConformanceProfile<E extends EmulatorBase> {
-  keepAlive: { path: (providerSandboxId: string) => string; okStatus: number };
-  create: { counted: string | RegExp; faulted: RegExp };
+/** What the contract checks know about one provider. */
+export interface ContractProfile {
   apiKey: { envVar: string; wrong: string };
-  previewDomain: string;
+  /** Domain of `previewHost` (`<port>-<id>.<domain>`); unset: any domain. */
+  previewDomain?: string;
   /** Our state right after stop() (Daytona/Platinum STOPPED, E2B HIBERNATED). */
   stoppedState: 'STOPPED' | 'HIBERNATED';
-  /** Whether the service URL needs access headers the provider renews on every start. */
-  rotatesServiceHeaders: boolean;
-  /** The largest spec the emulated account accepts for one sandbox. */
+  /**
+   * The service URL needs access headers the provider renews on every start; without them the
+   * provider answers `refusedStatus` (Daytona: 307 to its sign-in page). Null: no headers.
+   */
+  serviceAccess: { refusedStatus: number } | null;
+  /** The largest spec the account accepts for one sandbox. */
   accountMax: HardwareSpec;
-  /** Resources the emulator recorded for a built snapshot/template. */
-  snapshotResources(emulator: E, ref: string): { cpu: number; memoryGiB: number } | undefined;
   /** A snapshot/template reference the provider does not know. */
   unknownSnapshotRef: string;
+  /** Per-test timeout (a real service boots and builds for minutes). @default vitest's */
+  timeoutMs?: number;
+}
+
+/** What the emulator-internal checks need to know about one provider's emulator. */
+export interface EmulatorProfile<E extends EmulatorBase> {
+  keepAlive: { path: (providerSandboxId: string) => string; okStatus: number };
+  create: { counted: string | RegExp; faulted: RegExp };
+  /** Resources the emulator recorded for a built snapshot/template. */
+  snapshotResources(emulator: E, ref: string): { cpu: number; memoryGiB: number } | undefined;
   /**
    * Holds a sandbox mid-transition: the provider answers "busy" to the first `operation` request,
    * then the transition completes on its own.
@@ -184,60 +185,161 @@ export interface ConformanceProfile<E extends EmulatorBase> {
   };
 }
 
+/** What the whole conformance suite needs about one provider and its emulator. */
+export type ConformanceProfile<E extends EmulatorBase> = ContractProfile & EmulatorProfile<E>;
+
 const SELF_CONTAINED_DOCKERFILE = 'FROM ubuntu:24.04\nRUN echo conformance\n';
 
-/** The provider conformance suite: every adapter + emulator pair passes it. */
-export function conformance<E extends EmulatorBase & { list(): unknown[] }>(
-  suite: AdapterSuite<E, Adapter, { apiKey: string }>,
-  profile: ConformanceProfile<E>,
-): void {
-  describe('conformance: lifecycle', () => {
-    it('serves the daemon at serviceUrl with serviceHeaders, survives stop and start, and is gone after destroy', async () => {
-      const provider = suite.provider;
-      const req = suite.request();
-      const created = await provider.create(req);
-      expect(created.state).toBe('STARTED');
-      const url = created.serviceUrl as string;
-      const headers = created.serviceHeaders ?? {};
-      expect((await waitForHealth(url, 10_000, headers)).sessionId).toBe(req.sessionId);
-      if (profile.rotatesServiceHeaders) {
-        expect(Object.keys(headers).length).toBeGreaterThan(0);
-        expect(await healthStatus(url)).toBe(401);
-      }
+const largestSpec = (): HardwareSpec => ({
+  cpu: HARDWARE_LIMITS.cpu.max,
+  memoryGiB: HARDWARE_LIMITS.memoryGiB.max,
+  diskGiB: HARDWARE_LIMITS.diskGiB.max,
+});
 
-      const stopped = await provider.stop(created.providerSandboxId);
-      expect(stopped.state).toBe(profile.stoppedState);
-      expect(await provider.status(created.providerSandboxId)).toBe(profile.stoppedState);
+/**
+ * The provider contract, observed through the adapter alone: every adapter passes it against its
+ * emulator, and against the real service when credentials are given. Sandboxes a check creates are
+ * destroyed after it.
+ */
+export function contractChecks(target: () => ContractTarget, profile: ContractProfile): void {
+  const created: string[] = [];
+  const timeout = profile.timeoutMs;
+  const create = async (request: CreateSandboxRequest) => {
+    const sandbox = await target().provider.create(request);
+    created.push(sandbox.providerSandboxId);
+    return sandbox;
+  };
 
-      const restarted = await provider.start(created.providerSandboxId);
-      expect(restarted.state).toBe('STARTED');
-      const fresh = restarted.serviceHeaders ?? {};
-      expect((await waitForHealth(restarted.serviceUrl as string, 10_000, fresh)).sessionId).toBe(
-        req.sessionId,
-      );
-      if (profile.rotatesServiceHeaders) {
-        expect(fresh).not.toEqual(headers);
-        expect(await healthStatus(restarted.serviceUrl as string, headers)).toBe(401);
-      }
-
-      await provider.destroy(created.providerSandboxId);
-      expect(await provider.status(created.providerSandboxId)).toBe('DESTROYED');
-      await provider.destroy(created.providerSandboxId);
-      expect(suite.emulator.list()).toEqual([]);
-    });
-
-    it('stops a sandbox that is already stopped without an error', async () => {
-      const { providerSandboxId } = await suite.provider.create(suite.request());
-      await suite.provider.stop(providerSandboxId);
-      const again = await suite.provider.stop(providerSandboxId);
-      expect(again.state).toBe(profile.stoppedState);
-      expect(await suite.provider.status(providerSandboxId)).toBe(profile.stoppedState);
-    });
-
-    itAnswersPreviewHost(suite, 'answers the preview host of a port', profile.previewDomain);
+  afterEach(async () => {
+    for (const id of created.splice(0))
+      await target()
+        .provider.destroy(id)
+        .catch(() => undefined);
   });
 
-  describe('conformance: keep-alive', () => {
+  describe('contract: lifecycle', () => {
+    it('serves the daemon at serviceUrl with serviceHeaders, survives stop and start, and is gone after destroy', {
+      timeout,
+    }, async () => {
+      const provider = target().provider;
+      const req = target().request();
+      const sandbox = await create(req);
+      expect(sandbox.state).toBe('STARTED');
+      const url = sandbox.serviceUrl as string;
+      const headers = sandbox.serviceHeaders ?? {};
+      expect((await waitForHealth(url, 60_000, headers)).sessionId).toBe(req.sessionId);
+      if (profile.serviceAccess) {
+        expect(Object.keys(headers).length).toBeGreaterThan(0);
+        expect(await healthStatus(url)).toBe(profile.serviceAccess.refusedStatus);
+      }
+
+      const stopped = await provider.stop(sandbox.providerSandboxId);
+      expect(stopped.state).toBe(profile.stoppedState);
+      expect(await provider.status(sandbox.providerSandboxId)).toBe(profile.stoppedState);
+
+      const restarted = await provider.start(sandbox.providerSandboxId);
+      expect(restarted.state).toBe('STARTED');
+      const fresh = restarted.serviceHeaders ?? {};
+      expect((await waitForHealth(restarted.serviceUrl as string, 60_000, fresh)).sessionId).toBe(
+        req.sessionId,
+      );
+      if (profile.serviceAccess) {
+        expect(fresh).not.toEqual(headers);
+        expect(await healthStatus(restarted.serviceUrl as string, headers)).toBe(
+          profile.serviceAccess.refusedStatus,
+        );
+      }
+
+      await provider.destroy(sandbox.providerSandboxId);
+      expect(await provider.status(sandbox.providerSandboxId)).toBe('DESTROYED');
+      await provider.destroy(sandbox.providerSandboxId);
+    });
+
+    it('stops a sandbox that is already stopped without an error', { timeout }, async () => {
+      const { providerSandboxId } = await create(target().request());
+      await target().provider.stop(providerSandboxId);
+      const again = await target().provider.stop(providerSandboxId);
+      expect(again.state).toBe(profile.stoppedState);
+      expect(await target().provider.status(providerSandboxId)).toBe(profile.stoppedState);
+    });
+
+    it('answers the preview host of a port', { timeout }, async () => {
+      const { providerSandboxId } = await create(target().request());
+      const host = await target().provider.previewHost(providerSandboxId, 3000);
+      if (profile.previewDomain) expect(host).toBe(`3000-${providerSandboxId}.${profile.previewDomain}`);
+      else expect(host.startsWith(`3000-${providerSandboxId}.`)).toBe(true);
+    });
+  });
+
+  describe('contract: keep-alive', () => {
+    it('keeps a running sandbox alive, and reports keepAlive of a destroyed one as ProviderNotFoundError', {
+      timeout,
+    }, async () => {
+      const { providerSandboxId } = await create(target().request());
+      await target().provider.keepAlive(providerSandboxId);
+      expect(await target().provider.status(providerSandboxId)).toBe('STARTED');
+      await target().provider.destroy(providerSandboxId);
+      await expect(target().provider.keepAlive(providerSandboxId)).rejects.toBeInstanceOf(
+        ProviderNotFoundError,
+      );
+    });
+  });
+
+  describe('contract: limits', () => {
+    it('fits the platform’s largest spec to what the account accepts, with a warning per change, and the provider builds and boots it', {
+      timeout,
+    }, async () => {
+      const largest = largestSpec();
+      const { spec, warnings } = fitSpecToProvider(target().provider, largest);
+      expect(spec.cpu).toBeLessThanOrEqual(profile.accountMax.cpu);
+      expect(spec.memoryGiB).toBeLessThanOrEqual(profile.accountMax.memoryGiB);
+      expect(spec.diskGiB).toBeLessThanOrEqual(profile.accountMax.diskGiB);
+      const changed = (['cpu', 'memoryGiB', 'diskGiB'] as const).filter((k) => spec[k] !== largest[k]);
+      expect(warnings).toHaveLength(changed.length);
+      const buildSnapshot = target().provider.buildSnapshot?.bind(target().provider);
+      if (!buildSnapshot) return;
+      const ref = await buildSnapshot({
+        key: `limits-${Date.now().toString(36)}`,
+        dockerfile: SELF_CONTAINED_DOCKERFILE,
+        spec: largest,
+      });
+      const sandbox = await create({ ...target().request(), spec, snapshotRef: ref });
+      expect(sandbox.state).toBe('STARTED');
+    });
+  });
+
+  describe('contract: failures', () => {
+    it('fails a create from an unknown snapshot with ProviderSnapshotUnusableError, so the snapshot is rebuilt', {
+      timeout,
+    }, async () => {
+      const error = await create({ ...target().request(), snapshotRef: profile.unknownSnapshotRef }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ProviderSnapshotUnusableError);
+      expect((error as ProviderSnapshotUnusableError).snapshotRef).toBe(profile.unknownSnapshotRef);
+    });
+
+    it(`reports a rejected API key as ProviderAuthError naming ${profile.apiKey.envVar}`, {
+      timeout,
+    }, async () => {
+      const wrong = target().make({ apiKey: profile.apiKey.wrong });
+      try {
+        const error = await wrong.create(target().request()).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ProviderAuthError);
+        expect((error as Error).message).toContain(profile.apiKey.envVar);
+      } finally {
+        await wrong.close?.();
+      }
+    });
+  });
+}
+
+/** The checks that need the emulator's insides: request logs, injected faults, held transitions. */
+export function emulatorChecks<E extends EmulatorBase & { list(): unknown[] }>(
+  suite: AdapterSuite<E, Adapter, { apiKey: string }>,
+  profile: EmulatorProfile<E>,
+): void {
+  describe('emulator: keep-alive', () => {
     it('touches the provider’s inactivity timer on keepAlive', async () => {
       const { providerSandboxId } = await suite.provider.create(suite.request());
       const path = profile.keepAlive.path(providerSandboxId);
@@ -248,55 +350,41 @@ export function conformance<E extends EmulatorBase & { list(): unknown[] }>(
       expect(calls.at(-1)?.status).toBe(profile.keepAlive.okStatus);
     });
 
-    it('reports keepAlive of a destroyed sandbox as ProviderNotFoundError', async () => {
-      const { providerSandboxId } = await suite.provider.create(suite.request());
-      await suite.provider.destroy(providerSandboxId);
-      await expect(suite.provider.keepAlive(providerSandboxId)).rejects.toBeInstanceOf(ProviderNotFoundError);
-    });
-
     itRetriesRateLimit(suite, profile.keepAlive);
   });
 
-  describe('conformance: limits', () => {
-    it('fits the platform’s largest spec to what the account accepts, with a warning per change, and the provider builds and boots it', async () => {
-      const largest = {
-        cpu: HARDWARE_LIMITS.cpu.max,
-        memoryGiB: HARDWARE_LIMITS.memoryGiB.max,
-        diskGiB: HARDWARE_LIMITS.diskGiB.max,
-      };
-      const { spec, warnings } = fitSpecToProvider(suite.provider, largest);
-      expect(spec.cpu).toBeLessThanOrEqual(profile.accountMax.cpu);
-      expect(spec.memoryGiB).toBeLessThanOrEqual(profile.accountMax.memoryGiB);
-      expect(spec.diskGiB).toBeLessThanOrEqual(profile.accountMax.diskGiB);
-      const changed = (['cpu', 'memoryGiB', 'diskGiB'] as const).filter((k) => spec[k] !== largest[k]);
-      expect(warnings).toHaveLength(changed.length);
+  describe('emulator: limits', () => {
+    it('builds the snapshot with the fitted spec', async () => {
       const buildSnapshot = suite.provider.buildSnapshot?.bind(suite.provider);
       if (!buildSnapshot) return;
+      const { spec } = fitSpecToProvider(suite.provider, largestSpec());
       const ref = await buildSnapshot({
-        key: `limits-${Date.now().toString(36)}`,
+        key: `fitted-${Date.now().toString(36)}`,
         dockerfile: SELF_CONTAINED_DOCKERFILE,
-        spec: largest,
+        spec: largestSpec(),
       });
       expect(profile.snapshotResources(suite.emulator, ref)).toEqual({
         cpu: spec.cpu,
         memoryGiB: spec.memoryGiB,
       });
-      const created = await suite.provider.create({ ...suite.request(), spec, snapshotRef: ref });
-      expect(created.state).toBe('STARTED');
     });
   });
 
-  describe('conformance: failures', () => {
-    it('fails a create from an unknown snapshot with a typed provider error and leaves nothing behind', async () => {
-      const error = await suite.provider
-        .create({ ...suite.request(), snapshotRef: profile.unknownSnapshotRef })
-        .catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ProviderError);
+  describe('emulator: failures', () => {
+    it('leaves no sandbox behind a create from an unknown snapshot or with a rejected key', async () => {
+      await suite.provider
+        .create({ ...suite.request(), snapshotRef: 'singulacomp-never-built' })
+        .catch(() => undefined);
+      const wrong = suite.make({ apiKey: 'wrong-key' } as never);
+      try {
+        await wrong.create(suite.request()).catch(() => undefined);
+      } finally {
+        await wrong.close?.();
+      }
       expect(suite.emulator.list()).toEqual([]);
     });
 
     itCreatesNothingWhileCreateIsDown(suite, profile.create);
-    itReportsRejectedKey(suite, profile.apiKey);
 
     const transition = profile.transition;
     if (transition) {
@@ -316,4 +404,13 @@ export function conformance<E extends EmulatorBase & { list(): unknown[] }>(
       });
     }
   });
+}
+
+/** The provider conformance suite against an emulator: the contract, then the emulator's insides. */
+export function conformance<E extends EmulatorBase & { list(): unknown[] }>(
+  suite: AdapterSuite<E, Adapter, { apiKey: string }>,
+  profile: ConformanceProfile<E>,
+): void {
+  contractChecks(() => suite, profile);
+  emulatorChecks(suite, profile);
 }

@@ -13,10 +13,10 @@ async function providersFor(extra: Record<string, string>): Promise<Record<strin
 }
 
 describe('provider limits from configuration', () => {
-  it('defaults to Daytona’s documented 4 vCPU / 8 GiB / 10 GiB, E2B’s 8 / 8 / 20 and the Hobby plan’s one-hour sandboxes', async () => {
+  it('defaults to Daytona’s documented 4 vCPU / 8 GiB / 10 GiB, and E2B’s Hobby plan: 8 / 8 / 10 and one-hour sandboxes', async () => {
     const { DAYTONA, E2B } = await providersFor({});
     expect(DAYTONA?.caps).toEqual({ cpu: 4, memoryGiB: 8, diskGiB: 10 });
-    expect(E2B?.caps).toEqual({ cpu: 8, memoryGiB: 8, diskGiB: 20 });
+    expect(E2B?.caps).toEqual({ cpu: 8, memoryGiB: 8, diskGiB: 10 });
     expect(E2B?.maxSandboxLifetimeMs).toBe(3_600_000);
     expect(DAYTONA?.maxSandboxLifetimeMs).toBeUndefined();
   });

@@ -5,6 +5,7 @@ import {
   DAYTONA_STATE_MAP,
   DaytonaProvider,
   LABEL_SANDBOX_ID,
+  serviceAnswers,
   mapDaytonaSnapshotState,
   mapDaytonaState,
 } from '../../resolvers/providers/daytona';
@@ -14,21 +15,29 @@ import {
   ProviderQuotaError,
   ProviderSnapshotUnusableError,
   ProviderUnavailableError,
+  ProviderValidationError,
 } from '../../resolvers/providers/errors';
 import { fitSpecToProvider } from '../../resolvers/providers/limits';
-import { DAYTONA_TIER_1, DaytonaEmulator, SNAPSHOT_INACTIVE_AFTER_MS } from '../emulators/daytona';
+import {
+  DAYTONA_TIER_1,
+  DaytonaEmulator,
+  SNAPSHOT_INACTIVE_AFTER_MS,
+  SNAPSHOT_REACTIVATION_COOLDOWN_MS,
+} from '../emulators/daytona';
 import { answers, waitForHealth } from '../emulators/harness';
 import { adapterSuite, conformance, TEST_RETRY } from './adapter-suite';
 
 const suite = adapterSuite({
   name: 'daytona',
-  start: () => DaytonaEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/ }),
+  start: () =>
+    DaytonaEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/, hangBuildsMatching: /HANG_THIS_BUILD/ }),
   make: (emulator, entryCommand, overrides: Partial<ConstructorParameters<typeof DaytonaProvider>[0]>) =>
     new DaytonaProvider({
       apiKey: emulator.apiKey,
       apiUrl: emulator.apiUrl,
       entryCommand,
       pollIntervalMs: 20,
+      activationRetryIntervalMs: 20,
       retry: TEST_RETRY,
       ...overrides,
     }),
@@ -54,7 +63,7 @@ describe('the Daytona adapter against the strict Daytona emulator', () => {
     apiKey: { envVar: 'DAYTONA_API_KEY', wrong: 'wrong' },
     previewDomain: 'proxy.daytona.emulated',
     stoppedState: 'STOPPED',
-    rotatesServiceHeaders: true,
+    serviceAccess: { refusedStatus: 307 },
     accountMax: {
       cpu: DAYTONA_TIER_1.maxCpuPerSandbox,
       memoryGiB: DAYTONA_TIER_1.maxMemoryPerSandboxGiB,
@@ -118,8 +127,51 @@ describe('the Daytona adapter against the strict Daytona emulator', () => {
     );
     const stale = await fetch(`${restarted.serviceUrl}/singulacomp/health`, {
       headers: { 'x-daytona-preview-token': first as string },
+      redirect: 'manual',
     });
-    expect(stale.status).toBe(401);
+    expect(stale.status).toBe(307);
+    expect(stale.headers.get('location')).toMatch(new RegExp(`^${emulator.loginUrl}\\?`));
+  });
+
+  it('does not take the sign-in page a stale preview token is redirected to for the service answering', async () => {
+    const created = await provider.create(request());
+    const url = created.serviceUrl as string;
+    expect(await serviceAnswers(url, created.serviceHeaders ?? {})).toBe(true);
+    // Followed, the redirect ends on a 200 sign-in page.
+    const followed = await fetch(`${url}/singulacomp/health`, {
+      headers: { 'x-daytona-preview-token': 'stale' },
+    });
+    expect(followed.status).toBe(200);
+    expect(followed.url.startsWith(emulator.loginUrl)).toBe(true);
+    expect(await serviceAnswers(url, { 'x-daytona-preview-token': 'stale' })).toBe(false);
+  });
+
+  it('reports a name taken by another sandbox (409) as final, without retrying it', async () => {
+    const created = await provider.create(request());
+    const name = emulator.get(created.providerSandboxId)?.name as string;
+    const before = emulator.requestsTo('POST', /^\/api\/sandbox$/).length;
+    const { Daytona } = await import('@daytonaio/sdk');
+    const client = new Daytona({
+      apiKey: emulator.apiKey,
+      apiUrl: emulator.apiUrl,
+      useDeprecatedPolling: true,
+    });
+    try {
+      const { toProviderError } = await import('../../resolvers/providers/errors');
+      const clash = await client.create({ name }).catch((e: unknown) => e);
+      expect(toProviderError(clash, { provider: 'DAYTONA', operation: 'create' })).toBeInstanceOf(
+        ProviderValidationError,
+      );
+      expect(
+        emulator
+          .requestsTo('POST', /^\/api\/sandbox$/)
+          .slice(before)
+          .map((r) => r.status),
+      ).toEqual([409]);
+      expect(emulator.get(created.providerSandboxId)?.state).toBe('started');
+    } finally {
+      await client[Symbol.asyncDispose]();
+    }
   });
 
   it('reuses the entry session a retried launch finds taken (toolbox 409) instead of discarding the sandbox', async () => {
@@ -251,27 +303,56 @@ describe('the Daytona adapter against the strict Daytona emulator', () => {
       });
     });
 
-    it('activates a snapshot left unused for 14 days before creating from it', async () => {
+    it('activates a snapshot left unused for 14 days and waits while it is pending before creating from it', async () => {
       const ref = await provider.buildSnapshot({
         key: freshKey('idle'),
         dockerfile: DOCKERFILE,
         spec: DAYTONA_DEFAULT_CAPS,
       });
-      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + 60_000);
+      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + SNAPSHOT_REACTIVATION_COOLDOWN_MS + 60_000);
       const snapshot = emulator.snapshots().find((s) => s.name === ref);
       expect(snapshot?.state).toBe('inactive');
+      const creates = emulator.requestsTo('POST', /^\/api\/sandbox$/).length;
       const created = await provider.create({ ...request(), snapshotRef: ref });
       expect(created.state).toBe('STARTED');
       expect(
         emulator.requestsTo('POST', `/api/snapshots/${snapshot?.id}/activate`).map((r) => r.status),
       ).toEqual([200]);
+      // Activation answers with the snapshot pending: a create then would be 400 "Snapshot … is pending".
+      expect(
+        emulator
+          .requestsTo('POST', /^\/api\/sandbox$/)
+          .slice(creates)
+          .map((r) => r.status),
+      ).toEqual([200]);
       expect(emulator.snapshots().find((s) => s.name === ref)?.state).toBe('active');
+    });
+
+    it('waits out the ten minutes Daytona refuses to activate a snapshot after deactivating it', async () => {
+      const ref = await provider.buildSnapshot({
+        key: freshKey('cooldown'),
+        dockerfile: DOCKERFILE,
+        spec: DAYTONA_DEFAULT_CAPS,
+      });
+      // Deactivated a minute ago: activation is refused for nine more minutes.
+      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + 60_000);
+      const snapshot = emulator.snapshots().find((s) => s.name === ref);
+      const activations = () => emulator.requestsTo('POST', `/api/snapshots/${snapshot?.id}/activate`);
+      const creating = provider.create({ ...request(), snapshotRef: ref });
+      await expect.poll(() => activations().length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
+      emulator.advanceClock(SNAPSHOT_REACTIVATION_COOLDOWN_MS);
+      const created = await creating;
+      expect(created.state).toBe('STARTED');
+      const statuses = activations().map((r) => r.status);
+      expect(statuses.at(-1)).toBe(200);
+      expect(statuses.slice(0, -1).every((status) => status === 400)).toBe(true);
+      expect(emulator.get(created.providerSandboxId)?.snapshot).toBe(ref);
     });
 
     it('reactivates an inactive snapshot on a rebuild instead of re-creating its name (409)', async () => {
       const key = freshKey('reactivate');
       const ref = await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS });
-      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + 60_000);
+      emulator.advanceClock(SNAPSHOT_INACTIVE_AFTER_MS + SNAPSHOT_REACTIVATION_COOLDOWN_MS + 60_000);
       const creates = emulator.requestsTo('POST', /^\/api\/snapshots$/).length;
       expect(await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS })).toBe(
         ref,
@@ -306,6 +387,46 @@ describe('the Daytona adapter against the strict Daytona emulator', () => {
         [`${ref}-r2`, 'active'],
       ]);
       expect(emulator.requestsTo('POST', /^\/api\/snapshots$/).filter((r) => r.status === 409)).toEqual([]);
+    });
+
+    it('keeps polling a build through a failed poll instead of posting the name again (409) and recording a failure', async () => {
+      const key = freshKey('flaky-poll');
+      const name = `singulacomp-${key}`;
+      // The first GET is the adapter's look-up (404: no such snapshot yet); the next, a poll of
+      // the running build, fails once.
+      emulator.inject(
+        { kind: 'server-error', status: 502 },
+        { method: 'GET', path: `/api/snapshots/${name}`, skip: 1 },
+      );
+      const ref = await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: DAYTONA_DEFAULT_CAPS });
+      expect(ref).toBe(name);
+      expect(
+        emulator
+          .requestsTo('GET', `/api/snapshots/${name}`)
+          .map((r) => r.status)
+          .slice(0, 2),
+      ).toEqual([404, 502]);
+      expect(emulator.requestsTo('POST', /^\/api\/snapshots$/).filter((r) => r.status === 409)).toEqual([]);
+      expect(emulator.snapshots().find((s) => s.name === name)?.state).toBe('active');
+    });
+
+    it('gives up on a snapshot build that never ends, at the build deadline', {
+      timeout: 10_000,
+    }, async () => {
+      const impatient = makeProvider({ snapshotBuildTimeoutMs: 300 });
+      try {
+        const error = await impatient
+          .buildSnapshot({
+            key: freshKey('hang'),
+            dockerfile: 'FROM ubuntu:24.04\nRUN HANG_THIS_BUILD\n',
+            spec: DAYTONA_DEFAULT_CAPS,
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ProviderBuildError);
+        expect((error as Error).message).toMatch(/still (pending|building) after/);
+      } finally {
+        await impatient.close();
+      }
     });
 
     it('reports a Dockerfile that fails to build as ProviderBuildError', async () => {

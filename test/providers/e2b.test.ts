@@ -14,6 +14,8 @@ import {
   ProviderBuildError,
   ProviderLifetimeExceededError,
   ProviderNotRunningError,
+  ProviderQuotaError,
+  ProviderSnapshotUnusableError,
   ProviderUnavailableError,
 } from '../../resolvers/providers/errors';
 import { fitSpecToProvider } from '../../resolvers/providers/limits';
@@ -24,8 +26,14 @@ import { adapterSuite, conformance, TEST_RETRY } from './adapter-suite';
 
 const suite = adapterSuite({
   name: 'e2b',
+  // A faster create rate than Hobby's one a second, so the file's many creates are not spaced out;
+  // the plan's own rate is tested below.
   start: () =>
-    E2BEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/, foreignTemplates: ['singulacomp-foreign'] }),
+    E2BEmulator.start({
+      failBuildsMatching: /FAIL_THIS_BUILD/,
+      foreignTemplates: ['singulacomp-foreign'],
+      createsPerSecond: 50,
+    }),
   make: (emulator, entryCommand, overrides: Partial<E2BProviderOptions>) =>
     new E2BProvider({
       apiKey: emulator.apiKey,
@@ -35,6 +43,7 @@ const suite = adapterSuite({
       hostToUrl: emulator.resolveHost,
       entryCommand,
       pollIntervalMs: 20,
+      minCreateIntervalMs: 20,
       retry: TEST_RETRY,
       ...overrides,
     }),
@@ -58,7 +67,7 @@ describe('the E2B adapter against the strict E2B emulator', () => {
     apiKey: { envVar: 'E2B_API_KEY', wrong: 'e2b_wrong' },
     previewDomain: 'e2b.emulated',
     stoppedState: 'HIBERNATED',
-    rotatesServiceHeaders: false,
+    serviceAccess: null,
     accountMax: {
       cpu: E2B_PLANS.hobby.maxCpu,
       memoryGiB: E2B_PLANS.hobby.maxMemoryMB / 1024,
@@ -69,12 +78,51 @@ describe('the E2B adapter against the strict E2B emulator', () => {
       return template && { cpu: template.cpuCount, memoryGiB: template.memoryMB / 1024 };
     },
     unknownSnapshotRef: 'singulacomp-never-built',
-    transition: {
-      operation: 'start',
-      path: (id) => new RegExp(`^/v2/sandboxes/${id}/connect$`),
-      method: 'POST',
-      hold: (e, id) => e.holdPausing(id),
-    },
+  });
+
+  it('resumes a sandbox that is being paused: connect waits for the pause, then resumes the same process', async () => {
+    const created = await provider.create(request());
+    const pid = (await waitForHealth(created.serviceUrl as string)).pid;
+    emulator.holdPausing(created.providerSandboxId, 300);
+    const resumed = await provider.start(created.providerSandboxId);
+    expect(resumed.state).toBe('STARTED');
+    expect(
+      emulator.requestsTo('POST', `/v2/sandboxes/${created.providerSandboxId}/connect`).map((r) => r.status),
+    ).toEqual([201]);
+    expect(emulator.get(created.providerSandboxId)?.state).toBe('running');
+    expect((await waitForHealth(resumed.serviceUrl as string)).pid).toBe(pid);
+  });
+
+  it('answers each route only at its own API version, like E2B’s router', async () => {
+    const { providerSandboxId } = await provider.create(request());
+    const call = (method: string, path: string) =>
+      fetch(`${emulator.url}${path}`, {
+        method,
+        headers: { 'x-api-key': emulator.apiKey, 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: JSON.stringify({ templateID: 'base' }) } : {}),
+      }).then((r) => r.status);
+    expect(await call('POST', '/sandboxes')).toBe(404);
+    expect(await call('POST', '/v3/sandboxes')).toBe(404);
+    expect(await call('GET', `/v2/sandboxes/${providerSandboxId}`)).toBe(404);
+    expect(await call('POST', `/sandboxes/${providerSandboxId}/connect`)).toBe(404);
+    expect(await call('POST', '/templates')).toBe(404);
+    expect(await call('GET', `/sandboxes/${providerSandboxId}`)).toBe(200);
+  });
+
+  it('retries a rate-limited create that carries no Retry-After (the SDK only retries one that does)', async () => {
+    emulator.inject(
+      { kind: 'rate-limit', retryAfterSeconds: 1 },
+      { path: /^\/v2\/sandboxes$/, method: 'POST', retryAfterHeader: false },
+    );
+    const before = emulator.requestsTo('POST', /^\/v2\/sandboxes$/).length;
+    const created = await provider.create(request());
+    expect(created.state).toBe('STARTED');
+    expect(
+      emulator
+        .requestsTo('POST', /^\/v2\/sandboxes$/)
+        .slice(before)
+        .map((r) => r.status),
+    ).toEqual([429, 201]);
   });
 
   it('creates a running sandbox with our metadata whose background entry serves health, and resumes the same process after a pause', async () => {
@@ -179,8 +227,12 @@ describe('the E2B adapter against the strict E2B emulator', () => {
       expect(error).toBeInstanceOf(ProviderBuildError);
       // The alias answers (the SDK's Template.exists says true), yet nothing can boot from it.
       expect(await Template.exists(ref, { apiKey: emulator.apiKey, apiUrl: emulator.url })).toBe(true);
+      // E2B answers 404; the adapter reports the template unusable, so provisioning rebuilds it.
       const refused = await provider.create({ ...request(), snapshotRef: ref }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ProviderSnapshotUnusableError);
+      expect((refused as ProviderSnapshotUnusableError).snapshotRef).toBe(ref);
       expect((refused as Error).message).toContain(`template '${ref}' not found`);
+      expect(emulator.list().filter((s) => s.templateID === ref)).toEqual([]);
 
       expect(await provider.buildSnapshot({ key, dockerfile: DOCKERFILE, spec: E2B_CAPS })).toBe(ref);
       expect(
@@ -219,17 +271,30 @@ describe('the E2B adapter against the strict E2B emulator', () => {
   });
 
   describe('resource limits', () => {
+    it('caps disk at the plan’s: 10 GiB on Hobby (the default), 20 GiB on Pro', async () => {
+      expect(provider.caps).toEqual({ cpu: 8, memoryGiB: 8, diskGiB: 10 });
+      expect(fitSpecToProvider(provider, { cpu: 2, memoryGiB: 4, diskGiB: 20 }).spec.diskGiB).toBe(10);
+      const pro = makeProvider({ plan: 'pro' });
+      expect(pro.caps).toEqual({ cpu: 8, memoryGiB: 8, diskGiB: 20 });
+      expect(pro.maxSandboxLifetimeMs).toBe(86_400_000);
+      const { providerSandboxId } = await provider.create(request());
+      const info = (await fetch(`${emulator.url}/sandboxes/${providerSandboxId}`, {
+        headers: { 'x-api-key': emulator.apiKey },
+      }).then((r) => r.json())) as { diskSizeMB: number };
+      expect(info.diskSizeMB).toBe(provider.caps.diskGiB * 1024);
+    });
+
     it('runs 1 or an even number of vCPUs: odd counts round up within the cap, with a warning', () => {
       expect([1, 2, 3, 5, 7, 8].map((cpu) => fitE2BCpu(cpu, 8))).toEqual([1, 2, 4, 6, 8, 8]);
       expect(fitE2BCpu(7, 7)).toBe(6);
-      expect(fitSpecToProvider(provider, { cpu: 3, memoryGiB: 4, diskGiB: 20 })).toEqual({
-        spec: { cpu: 4, memoryGiB: 4, diskGiB: 20 },
+      expect(fitSpecToProvider(provider, { cpu: 3, memoryGiB: 4, diskGiB: 10 })).toEqual({
+        spec: { cpu: 4, memoryGiB: 4, diskGiB: 10 },
         warnings: ['cpu: E2B runs 1 or an even number of vCPUs; 3 vCPU rounded to 4'],
       });
-      expect(fitSpecToProvider(provider, { cpu: 9, memoryGiB: 16, diskGiB: 20 }).spec).toEqual({
+      expect(fitSpecToProvider(provider, { cpu: 9, memoryGiB: 16, diskGiB: 10 }).spec).toEqual({
         cpu: 8,
         memoryGiB: 8,
-        diskGiB: 20,
+        diskGiB: 10,
       });
     });
 
@@ -310,6 +375,70 @@ describe('the E2B adapter at the plan’s maximum sandbox length', () => {
     expect(
       short.requestsTo('POST', `/sandboxes/${created.providerSandboxId}/timeout`).map((r) => r.status),
     ).toEqual([204, 400]);
+
+    // connect past the maximum length is a 400 too: start pauses it and resumes a new instance.
+    const restarted = await adapter.start(created.providerSandboxId);
+    expect(restarted.state).toBe('STARTED');
+    expect(
+      short.requestsTo('POST', `/v2/sandboxes/${created.providerSandboxId}/connect`).map((r) => r.status),
+    ).toEqual([400, 201]);
+    expect(Date.parse(short.get(created.providerSandboxId)?.startedAt as string)).toBeGreaterThan(
+      startedAt + MAX_MS,
+    );
     await adapter.destroy(created.providerSandboxId);
+  });
+});
+
+describe('the E2B adapter within the Hobby plan’s rate limits', () => {
+  let hobby: E2BEmulator;
+  let adapter: E2BProvider;
+  let dir: string;
+
+  beforeAll(async () => {
+    // Hobby: one create a second, refused without Retry-After; three running sandboxes at most
+    // stand in for the plan's 20.
+    hobby = await E2BEmulator.start({ plan: 'hobby', maxConcurrent: 3 });
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    dir = mkdtempSync(join(tmpdir(), 'e2b-hobby-'));
+    adapter = new E2BProvider({
+      apiKey: hobby.apiKey,
+      apiUrl: hobby.url,
+      sandboxUrl: hobby.url,
+      domain: hobby.domain,
+      hostToUrl: hobby.resolveHost,
+      entryCommand: fakeDaemonCommand(dir),
+      retry: TEST_RETRY,
+    });
+  });
+
+  afterAll(async () => {
+    await hobby.close();
+    const { rmSync } = await import('node:fs');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('spaces parallel creates to the plan’s one a second so they all succeed, and reports the concurrent-sandbox limit as ProviderQuotaError without retrying', async () => {
+    const created = await Promise.all([1, 2, 3].map(() => adapter.create(sandboxRequest())));
+    expect(created.map((c) => c.state)).toEqual(['STARTED', 'STARTED', 'STARTED']);
+    const accepted = () => hobby.requestsTo('POST', /^\/v2\/sandboxes$/).filter((r) => r.status === 201);
+    expect(accepted()).toHaveLength(3);
+    expect(hobby.list()).toHaveLength(3);
+
+    const postsBefore = hobby.requestsTo('POST', /^\/v2\/sandboxes$/).length;
+    const over = await adapter.create(sandboxRequest()).catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(ProviderQuotaError);
+    expect((over as Error).message).toContain('maximum number of concurrent E2B sandboxes');
+    // Refused once, not retried: waiting does not free a sandbox.
+    expect(
+      hobby
+        .requestsTo('POST', /^\/v2\/sandboxes$/)
+        .slice(postsBefore)
+        .map((r) => r.status),
+    ).toEqual([429]);
+    expect(accepted()).toHaveLength(3);
+    expect(hobby.list()).toHaveLength(3);
+    for (const sandbox of created) await adapter.destroy(sandbox.providerSandboxId);
   });
 });

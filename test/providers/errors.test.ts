@@ -1,32 +1,14 @@
-import {
-  DaytonaAuthenticationError,
-  DaytonaAuthorizationError,
-  DaytonaBadGatewayError,
-  DaytonaConnectionError,
-  DaytonaConflictError,
-  DaytonaError,
-  DaytonaInternalServerError,
-  DaytonaNotFoundError,
-  DaytonaProcessNotFoundError,
-  DaytonaRateLimitError,
-  DaytonaServiceUnavailableError,
-  DaytonaSessionEndedError,
-  DaytonaTimeoutError,
-  DaytonaValidationError,
-} from '@daytonaio/sdk';
-import {
-  AuthenticationError,
-  BuildError,
-  FileUploadError,
-  InvalidArgumentError,
-  NotEnoughSpaceError,
-  RateLimitError,
-  SandboxError,
-  SandboxNotFoundError,
-  ServiceBusyError,
-  TimeoutError,
-} from 'e2b';
-import { describe, expect, it } from 'vitest';
+// The provider error table, checked against errors the real SDKs raise when they talk to the
+// emulators: each row's example is produced by an SDK call (a request the emulator refuses as the
+// real service would, or an injected answer of the real service the emulator holds no state for),
+// never a hand-built SDK error object. E2B's envd calls go through `sandboxUrl` with the
+// E2b-Sandbox-Id routing header, as the SDK sends them to `sandbox.<domain>` in production.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Daytona, type Sandbox as DaytonaSandbox } from '@daytonaio/sdk';
+import { Sandbox, Template } from 'e2b';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   backoffDelayMs,
   ERROR_MAPPING,
@@ -39,191 +21,367 @@ import {
   ProviderLifetimeExceededError,
   ProviderNotFoundError,
   ProviderQuotaError,
-  ProviderSessionLostError,
   ProviderRateLimitedError,
+  ProviderSessionLostError,
   ProviderUnavailableError,
   ProviderValidationError,
   parseRetryAfterMs,
   toProviderError,
   withProviderRetry,
 } from '../../resolvers/providers/errors';
+import { DaytonaEmulator } from '../emulators/daytona';
+import { E2BEmulator } from '../emulators/e2b';
 
 const context = { provider: 'DAYTONA' as const, operation: 'create' };
 
-const withStatus = <T extends Error & { statusCode?: number }>(error: T, status: number): T => {
-  error.statusCode = status;
-  return error;
-};
+let daytona: DaytonaEmulator;
+let e2b: E2BEmulator;
+/** An E2B team at its concurrent-sandbox limit. */
+let e2bFull: E2BEmulator;
+let client: Daytona;
+let dsandbox: DaytonaSandbox;
+let esandbox: Sandbox;
+let dir: string;
+const disposables: Daytona[] = [];
 
-const domTimeout = () => {
-  const error = new Error('The operation was aborted due to timeout');
-  error.name = 'TimeoutError';
-  return error;
+const daytonaClient = (overrides: { apiKey?: string; apiUrl?: string; target?: string } = {}) => {
+  const made = new Daytona({
+    apiKey: daytona.apiKey,
+    apiUrl: daytona.apiUrl,
+    useDeprecatedPolling: true,
+    ...overrides,
+  });
+  disposables.push(made);
+  return made;
+};
+const e2bOpts = (emulator = e2b) => ({
+  apiKey: emulator.apiKey,
+  apiUrl: emulator.url,
+  sandboxUrl: emulator.url,
+  domain: emulator.domain,
+});
+/** The error a call fails with (a call that succeeds fails the test). */
+const failure = (call: () => Promise<unknown>): Promise<unknown> =>
+  call().then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (error: unknown) => error,
+  );
+const daemonBody = (status: number, message: string, code: string) => ({
+  statusCode: status,
+  message,
+  code,
+  source: 'DAYTONA_DAEMON',
+});
+const apiBody = (status: number, message: string, error: string) => ({ statusCode: status, message, error });
+
+beforeAll(async () => {
+  daytona = await DaytonaEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/ });
+  e2b = await E2BEmulator.start({ failBuildsMatching: /FAIL_THIS_BUILD/, createsPerSecond: 50 });
+  e2bFull = await E2BEmulator.start({ maxConcurrent: 0 });
+  dir = mkdtempSync(join(tmpdir(), 'provider-errors-'));
+  writeFileSync(join(dir, 'payload.txt'), 'payload');
+  client = daytonaClient();
+  dsandbox = await client.create({ name: 'errors-fixture' });
+  esandbox = await Sandbox.create('base', e2bOpts());
+});
+
+afterEach(() => {
+  daytona.clearFaults();
+  e2b.clearFaults();
+});
+
+afterAll(async () => {
+  for (const made of disposables) await made[Symbol.asyncDispose]();
+  await daytona.close();
+  await e2b.close();
+  await e2bFull.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Row = {
+  produce: () => Promise<unknown>;
+  expected: new (...args: never[]) => Error;
+  retryAfterMs?: number | null;
 };
 
 // One example per row of ERROR_MAPPING, keyed by the row's source, with the class it must become.
-const ROWS: Record<
-  string,
-  { error: unknown; expected: new (...args: never[]) => Error; retryAfterMs?: number | null }
-> = {
+const ROWS: Record<string, Row> = {
   'Daytona toolbox DaytonaProcessNotFoundError (404 PROCESS_NOT_FOUND)': {
-    error: new DaytonaProcessNotFoundError(
-      'command not found',
-      404,
-      undefined,
-      'PROCESS_NOT_FOUND',
-      'DAYTONA_DAEMON',
-    ),
+    produce: () => {
+      daytona.inject(
+        { kind: 'reply', status: 404, json: daemonBody(404, 'process 42 not found', 'PROCESS_NOT_FOUND') },
+        { path: '/process/session/' },
+      );
+      return failure(() => dsandbox.process.getSession('any'));
+    },
+    expected: ProviderSessionLostError,
+  },
+  'Daytona toolbox 404 NOT_FOUND (a session or command, not the sandbox)': {
+    produce: () => failure(() => dsandbox.process.getSessionCommand('no-such-session', 'no-such-command')),
     expected: ProviderSessionLostError,
   },
   'DaytonaGoneError / DaytonaSessionEndedError (410, a toolbox session)': {
-    error: new DaytonaSessionEndedError('session ended', 410, undefined, 'SESSION_ENDED', 'DAYTONA_DAEMON'),
+    produce: () => {
+      daytona.inject(
+        { kind: 'reply', status: 410, json: daemonBody(410, 'session ended', 'SESSION_ENDED') },
+        { path: '/process/session/' },
+      );
+      return failure(() => dsandbox.process.getSession('any'));
+    },
     expected: ProviderSessionLostError,
   },
   'DaytonaAuthorizationError (403) over a resource limit': {
-    error: new DaytonaAuthorizationError(
-      'Disk request 20GB exceeds maximum allowed per sandbox (10GB).',
-      403,
-    ),
+    // Older Daytona releases answered quota refusals with 403.
+    produce: () => {
+      daytona.inject(
+        {
+          kind: 'reply',
+          status: 403,
+          json: apiBody(403, 'Disk request 20GB exceeds maximum allowed per sandbox (10GB).', 'Forbidden'),
+        },
+        { path: /^\/api\/sandbox$/, method: 'POST' },
+      );
+      return failure(() => client.create({}));
+    },
     expected: ProviderQuotaError,
   },
   'DaytonaAuthorizationError (403) region not available': {
-    error: new DaytonaAuthorizationError('Region eu is not available to the organization', 403),
+    produce: () => failure(() => daytonaClient({ target: 'ap' }).create({})),
     expected: ProviderAccessError,
   },
   'DaytonaValidationError (400) over a resource limit': {
-    error: new DaytonaValidationError('Total CPU limit exceeded. Maximum allowed: 10.', 400),
+    produce: () =>
+      failure(() => client.create({ image: 'ubuntu:24.04', resources: { cpu: 8, memory: 1, disk: 3 } })),
     expected: ProviderQuotaError,
   },
   'DaytonaValidationError (400) state change in progress': {
-    error: new DaytonaValidationError('Sandbox state change in progress', 400),
+    produce: () => {
+      daytona.holdTransition(dsandbox.id, 'stopping', 'started', 1);
+      return failure(() => dsandbox.delete());
+    },
     expected: ProviderBusyError,
   },
   'DaytonaConflictError (409)': {
-    error: new DaytonaConflictError('session already exists', 409),
-    expected: ProviderBusyError,
+    produce: () => failure(() => client.create({ name: 'errors-fixture' })),
+    expected: ProviderValidationError,
   },
   'DaytonaRateLimitError (429)': {
-    error: new DaytonaRateLimitError('slow down', 429, { 'retry-after': '7' } as never),
+    produce: () => {
+      daytona.inject({ kind: 'rate-limit', retryAfterSeconds: 7 }, { path: `/api/sandbox/${dsandbox.id}` });
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderRateLimitedError,
     retryAfterMs: 7_000,
   },
   'DaytonaAuthenticationError (401)': {
-    error: new DaytonaAuthenticationError('no', 401),
+    produce: () => failure(() => daytonaClient({ apiKey: 'wrong' }).get(dsandbox.id)),
     expected: ProviderAuthError,
   },
   'DaytonaAuthorizationError (403)': {
-    error: new DaytonaAuthorizationError('no', 403),
+    produce: () => {
+      daytona.inject(
+        { kind: 'reply', status: 403, json: apiBody(403, 'Forbidden resource', 'Forbidden') },
+        { path: `/api/sandbox/${dsandbox.id}` },
+      );
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderAuthError,
   },
   'DaytonaNotFoundError (404)': {
-    error: new DaytonaNotFoundError('gone', 404),
+    produce: () => failure(() => client.get('no-such-sandbox')),
     expected: ProviderNotFoundError,
   },
   'DaytonaValidationError (400)': {
-    error: new DaytonaValidationError('bad', 400),
+    produce: () => failure(() => dsandbox.getPreviewLink(70_000)),
     expected: ProviderValidationError,
   },
   'DaytonaTimeoutError (408/504, client deadline)': {
-    error: new DaytonaTimeoutError('late', 504),
+    produce: () => {
+      daytona.inject({ kind: 'server-error', status: 504 }, { path: `/api/sandbox/${dsandbox.id}` });
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderUnavailableError,
   },
   'DaytonaInternalServerError (500)': {
-    error: new DaytonaInternalServerError('boom', 500),
+    produce: () => {
+      daytona.inject({ kind: 'server-error', status: 500 }, { path: `/api/sandbox/${dsandbox.id}` });
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderUnavailableError,
   },
   'DaytonaBadGatewayError (502)': {
-    error: new DaytonaBadGatewayError('bg', 502),
+    produce: () => {
+      daytona.inject({ kind: 'server-error', status: 502 }, { path: `/api/sandbox/${dsandbox.id}` });
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderUnavailableError,
   },
   'DaytonaServiceUnavailableError (503)': {
-    error: new DaytonaServiceUnavailableError('down', 503),
+    produce: () => {
+      daytona.inject({ kind: 'server-error', status: 503 }, { path: `/api/sandbox/${dsandbox.id}` });
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderUnavailableError,
   },
   'DaytonaConnectionError (no response)': {
-    error: new DaytonaConnectionError('ECONNREFUSED'),
+    produce: () => failure(() => daytonaClient({ apiUrl: 'http://127.0.0.1:1/api' }).get('any')),
     expected: ProviderUnavailableError,
   },
   'DaytonaError with another HTTP status': {
-    error: new DaytonaError('unprocessable', 422),
+    produce: () => {
+      daytona.inject(
+        { kind: 'reply', status: 422, json: apiBody(422, 'unprocessable', 'Unprocessable Entity') },
+        { path: `/api/sandbox/${dsandbox.id}` },
+      );
+      return failure(() => client.get(dsandbox.id));
+    },
     expected: ProviderValidationError,
   },
   'e2b SandboxError 400 Max instance length exceeded': {
-    error: withStatus(new SandboxError('400: Max instance length exceeded'), 400),
+    produce: () => {
+      e2b.inject(
+        { kind: 'reply', status: 400, json: { code: 400, message: 'Max instance length exceeded' } },
+        { path: `/sandboxes/${esandbox.sandboxId}/timeout` },
+      );
+      return failure(() => Sandbox.setTimeout(esandbox.sandboxId, 60_000, e2bOpts()));
+    },
     expected: ProviderLifetimeExceededError,
   },
   'e2b SandboxError 403 (no access to the resource)': {
-    error: withStatus(new SandboxError("403: You don't have access to template 'x'"), 403),
+    produce: () => {
+      e2b.inject(
+        { kind: 'reply', status: 403, json: { code: 403, message: "You don't have access to sandbox" } },
+        { path: `/sandboxes/${esandbox.sandboxId}` },
+      );
+      return failure(() => Sandbox.getInfo(esandbox.sandboxId, e2bOpts()));
+    },
     expected: ProviderAccessError,
   },
   'e2b NotEnoughSpaceError (envd 507)': {
-    error: new NotEnoughSpaceError('not enough disk space'),
+    produce: () => {
+      e2b.inject({ kind: 'server-error', status: 507 }, { path: '/files' });
+      return failure(() => esandbox.files.write('/tmp/payload.txt', 'payload'));
+    },
     expected: ProviderDiskFullError,
   },
   'e2b FileUploadError': {
-    error: new FileUploadError('Failed to upload file: Bad Gateway'),
+    produce: () => {
+      e2b.inject({ kind: 'server-error', status: 502 }, { path: /\/files\// });
+      const template = Template({ fileContextPath: dir })
+        .fromImage('ubuntu:24.04')
+        .copy('payload.txt', '/payload.txt');
+      return failure(() => Template.build(template, `errors-upload-${Date.now()}`, e2bOpts()));
+    },
     expected: ProviderUnavailableError,
   },
   'e2b BuildError': {
-    error: new BuildError('step 3 failed: exit status 1'),
+    produce: () =>
+      failure(() =>
+        Template.build(
+          Template().fromDockerfile('FROM ubuntu:24.04\nRUN FAIL_THIS_BUILD\n'),
+          `errors-build-${Date.now()}`,
+          e2bOpts(),
+        ),
+      ),
     expected: ProviderBuildError,
   },
+  'e2b RateLimitError 429 over the concurrent sandboxes of the plan': {
+    produce: () => failure(() => Sandbox.create('base', e2bOpts(e2bFull))),
+    expected: ProviderQuotaError,
+  },
   'e2b RateLimitError (429 after the SDK’s own Retry-After retries)': {
-    error: new RateLimitError('Rate limit exceeded'),
+    produce: () => {
+      e2b.inject(
+        { kind: 'rate-limit', retryAfterSeconds: 1 },
+        { path: `/sandboxes/${esandbox.sandboxId}`, retryAfterHeader: false },
+      );
+      return failure(() => Sandbox.getInfo(esandbox.sandboxId, e2bOpts()));
+    },
     expected: ProviderRateLimitedError,
     retryAfterMs: null,
   },
   'e2b AuthenticationError (401)': {
-    error: new AuthenticationError('Unauthorized'),
+    produce: () => failure(() => Sandbox.getInfo(esandbox.sandboxId, { ...e2bOpts(), apiKey: 'e2b_wrong' })),
     expected: ProviderAuthError,
   },
   'e2b NotFoundError / SandboxNotFoundError (404)': {
-    error: new SandboxNotFoundError('Sandbox x not found'),
+    produce: () => failure(() => Sandbox.getInfo('no-such-sandbox', e2bOpts())),
     expected: ProviderNotFoundError,
   },
   'e2b InvalidArgumentError (400)': {
-    error: new InvalidArgumentError('bad'),
+    // The SDK refuses this itself, before any request.
+    produce: () =>
+      failure(() => Sandbox.create('base', { ...e2bOpts(), lifecycle: { onTimeout: 'explode' as never } })),
     expected: ProviderValidationError,
   },
-  'e2b ServiceBusyError (503)': { error: new ServiceBusyError('busy'), expected: ProviderUnavailableError },
+  'e2b ServiceBusyError (503)': {
+    produce: () => {
+      e2b.inject({ kind: 'server-error', status: 503 }, { path: `/sandboxes/${esandbox.sandboxId}` });
+      return failure(() => Sandbox.getInfo(esandbox.sandboxId, e2bOpts()));
+    },
+    expected: ProviderUnavailableError,
+  },
   'e2b TimeoutError (envd unavailable, deadline)': {
-    error: new TimeoutError('deadline'),
+    produce: () => failure(() => esandbox.commands.run('sleep 5', { timeoutMs: 300 })),
     expected: ProviderUnavailableError,
   },
   'e2b SandboxError with an HTTP status': {
-    error: withStatus(new SandboxError('409: Sandbox x is changing state'), 409),
+    // A keep-alive while E2B pauses the sandbox: 409, changing state.
+    produce: async () => {
+      const pausing = await Sandbox.create('base', e2bOpts());
+      e2b.holdPausing(pausing.sandboxId, 60_000);
+      return failure(() => Sandbox.setTimeout(pausing.sandboxId, 60_000, e2bOpts()));
+    },
     expected: ProviderBusyError,
   },
   'e2b SandboxError from envd RPC (unknown code)': {
-    error: new SandboxError('2: [unknown] HTTP 500'),
+    produce: () => {
+      e2b.inject({ kind: 'server-error', status: 500 }, { path: '/process.Process/Start' });
+      return failure(() => esandbox.commands.run('true'));
+    },
     expected: ProviderUnavailableError,
   },
   'ProviderHttpError (plain fetch: any status)': {
-    error: new ProviderHttpError(429, 'slow down', '3'),
+    // Our own error class (Platinum's plain-fetch adapter), not an SDK's.
+    produce: async () => new ProviderHttpError(429, 'slow down', '3'),
     expected: ProviderRateLimitedError,
     retryAfterMs: 3_000,
   },
   'DOMException TimeoutError / AbortError (request timeout)': {
-    error: domTimeout(),
+    produce: () => {
+      e2b.inject({ kind: 'slow', delayMs: 1_000 }, { path: '/slow' });
+      return failure(() => fetch(`${e2b.url}/slow`, { signal: AbortSignal.timeout(100) }));
+    },
     expected: ProviderUnavailableError,
   },
   'fetch TypeError (connection refused / reset)': {
-    error: new TypeError('fetch failed'),
+    produce: () => failure(() => fetch('http://127.0.0.1:1/')),
     expected: ProviderUnavailableError,
   },
 };
 
-describe('the provider error mapping table', () => {
-  it('has one tested example for every row and no example without a row', () => {
+/** The error the row's SDK call fails with. */
+const produce = (source: string): Promise<unknown> => {
+  const row = ROWS[source];
+  if (!row) throw new Error(`no example for ${source}`);
+  return row.produce();
+};
+
+describe('the provider error mapping table, on errors the SDKs raise against the emulators', () => {
+  it('has one example for every row and no example without a row', () => {
     expect(Object.keys(ROWS).sort()).toEqual(ERROR_MAPPING.map((row) => row.source).sort());
   });
 
-  it.each(ERROR_MAPPING.map((row) => [row.source]))('maps %s', (source) => {
-    const row = ROWS[source];
-    if (!row) throw new Error(`no example for ${source}`);
-    const mapped = toProviderError(row.error, context);
+  it.each(ERROR_MAPPING.map((row) => [row.source]))('maps %s', async (source) => {
+    const row = ROWS[source] as Row;
+    const error = await produce(source);
+    // The row that maps it is this one: the example is what the row is for.
+    expect(ERROR_MAPPING.find((r) => r.matches(error))?.source).toBe(source);
+    const mapped = toProviderError(error, context);
     expect(mapped).toBeInstanceOf(row.expected);
-    expect((mapped as Error & { cause?: unknown }).cause).toBe(row.error);
+    expect((mapped as Error & { cause?: unknown }).cause).toBe(error);
     if (row.retryAfterMs !== undefined)
       expect((mapped as ProviderRateLimitedError).retryAfterMs).toBe(row.retryAfterMs);
   });
@@ -249,46 +407,46 @@ describe('the provider error mapping table', () => {
     }
   });
 
-  it('maps the statuses E2B and Daytona answer while a sandbox changes state to a retried ProviderBusyError', () => {
-    expect(toProviderError(withStatus(new SandboxError('500: boom'), 500), context)).toBeInstanceOf(
+  it('reads the status E2B puts in a BuildError message: 5xx retried, 409 busy, 4xx final, none a build failure', async () => {
+    const build = (name: string, cpuCount = 2) =>
+      failure(() =>
+        Template.build(Template().fromDockerfile('FROM ubuntu:24.04\nRUN true\n'), name, {
+          ...e2bOpts(),
+          cpuCount,
+        }),
+      );
+    e2b.inject({ kind: 'server-error', status: 500 }, { path: '/v3/templates' });
+    expect(toProviderError(await build(`errors-500-${Date.now()}`), context)).toBeInstanceOf(
       ProviderUnavailableError,
     );
-    expect(toProviderError(new DaytonaError('locked', 409), context)).toBeInstanceOf(ProviderBusyError);
-    // Platinum's contract keeps 409 for a state or name clash: final.
-    expect(toProviderError(new ProviderHttpError(409, 'name taken'), context)).toBeInstanceOf(
+    e2b.inject(
+      { kind: 'reply', status: 409, json: { code: 409, message: 'build in progress' } },
+      { path: '/v3/templates' },
+    );
+    expect(toProviderError(await build(`errors-409-${Date.now()}`), context)).toBeInstanceOf(
+      ProviderBusyError,
+    );
+    expect(toProviderError(await build(`errors-400-${Date.now()}`, 3), context)).toBeInstanceOf(
       ProviderValidationError,
     );
   });
 
-  it('reads the status E2B puts in a BuildError message: 5xx retried, 409 busy, 4xx final, none a build failure', () => {
-    expect(toProviderError(new BuildError('500: Internal Server Error'), context)).toBeInstanceOf(
-      ProviderUnavailableError,
-    );
-    expect(toProviderError(new BuildError('409: build in progress'), context)).toBeInstanceOf(
-      ProviderBusyError,
-    );
-    expect(
-      toProviderError(new BuildError('400: CPU count must be 1 or an even number'), context),
-    ).toBeInstanceOf(ProviderValidationError);
-    expect(toProviderError(new BuildError('Unknown error'), context)).toBeInstanceOf(ProviderBuildError);
-  });
-
-  it('tells a resource limit and a region or template without access apart from a bad key', () => {
+  it('tells a resource limit and a region or template without access apart from a bad key', async () => {
     const quota = toProviderError(
-      new DaytonaAuthorizationError('CPU request 8 exceeds maximum allowed per sandbox (4).', 403),
+      await produce('DaytonaValidationError (400) over a resource limit'),
       context,
     );
     expect(quota).toBeInstanceOf(ProviderQuotaError);
     expect((quota as Error).message).not.toContain('Set a valid key');
     expect((quota as Error).message).toContain('DAYTONA_MAX_');
-    const access = toProviderError(withStatus(new SandboxError('403: no access'), 403), {
+    const access = toProviderError(await produce('e2b SandboxError 403 (no access to the resource)'), {
       provider: 'E2B',
       operation: 'buildSnapshot',
     });
     expect(access).toBeInstanceOf(ProviderAccessError);
     expect((access as Error).message).toContain('The API key is valid');
     // A bare 403 from Daytona is still the key's permissions.
-    expect(toProviderError(new DaytonaAuthorizationError('Forbidden', 403), context)).toBeInstanceOf(
+    expect(toProviderError(await produce('DaytonaAuthorizationError (403)'), context)).toBeInstanceOf(
       ProviderAuthError,
     );
   });
@@ -298,8 +456,8 @@ describe('the provider error mapping table', () => {
     expect(toProviderError(error, context)).toBe(error);
   });
 
-  it('names the environment variable to fix in an auth error', () => {
-    const error = toProviderError(new AuthenticationError('Unauthorized'), {
+  it('names the environment variable to fix in an auth error', async () => {
+    const error = toProviderError(await produce('e2b AuthenticationError (401)'), {
       provider: 'E2B',
       operation: 'create',
     });
@@ -384,7 +542,7 @@ describe('withProviderRetry', () => {
     const result = await withProviderRetry(
       async () => {
         calls += 1;
-        if (calls < 3) throw new DaytonaValidationError('Sandbox state change in progress', 400);
+        if (calls < 3) throw await produce('DaytonaValidationError (400) state change in progress');
         return 'deleted';
       },
       context,

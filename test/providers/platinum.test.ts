@@ -39,7 +39,7 @@ describe('the Platinum adapter against the Platinum emulator', () => {
     apiKey: { envVar: 'PLATINUM_API_KEY', wrong: 'wrong' },
     previewDomain: 'run.platinum.emulated',
     stoppedState: 'STOPPED',
-    rotatesServiceHeaders: false,
+    serviceAccess: null,
     accountMax: { cpu: 32, memoryGiB: 64, diskGiB: 200 },
     snapshotResources: (e, ref) => {
       const image = e.imageList().find((i) => i.name === ref);

@@ -10,7 +10,9 @@ import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 
-const PROBE = new URL('./fixtures/sandbox-probe.ts', import.meta.url).pathname;
+// The probe is committed to the sandbox's repository: a sandbox sees nothing of the product's
+// checkout (test/ included), only its workspace.
+const PROBE = readFileSync(new URL('./fixtures/sandbox-probe.ts', import.meta.url), 'utf8');
 
 interface ProbeResult {
   id: string;
@@ -29,14 +31,14 @@ interface Box {
 
 describe('an isolated LOCAL sandbox', () => {
   let t: TestApp;
-  const repo = createTestRepo({ 'README.md': '# isolated\n' });
+  const repo = createTestRepo({ 'README.md': '# isolated\n', 'sandbox-probe.ts': PROBE });
   const sandboxes: Box[] = [];
 
   beforeAll(async () => {
     // The suite exists to prove isolation: a host without working bubblewrap fails it.
     expect(bwrapAvailable()).toBe(true);
     t = await startTestApp({
-      env: { SINGULACOMP_LOCAL_ENTRY: `exec node ${PROBE}`, SINGULACOMP_LOCAL_ISOLATION: 'bwrap' },
+      env: { SINGULACOMP_LOCAL_ENTRY: 'exec node ./sandbox-probe.ts', SINGULACOMP_LOCAL_ISOLATION: 'bwrap' },
     });
     const project = await t.request(CreateProjectDocument, {
       input: { name: 'iso', repositoryUrl: repo.url },

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { describe } from 'vitest';
 import { sandboxListeningPorts } from '../../agent/sandbox-ports';
-import { freePort } from '../../contract/ports';
+import { UNREACHABLE_PORT_STATUS, freePort } from '../../contract/ports';
 import { expect, test } from '../agent/helpers';
 import { waitFor } from '../support/wait';
 
@@ -39,7 +39,10 @@ describe('proxy targets', () => {
       });
       const via = (port: number) =>
         fetch(`${h.url}/x`, {
-          headers: { [HEADER]: h.userContext(), 'x-singulacomp-target-port': String(port) },
+          headers: {
+            [HEADER]: h.userContext({ audience: 'app', port }),
+            'x-singulacomp-target-port': String(port),
+          },
         });
 
       const reached = await via(ownPort);
@@ -55,7 +58,7 @@ describe('proxy targets', () => {
         ['the service port', h.agent.servicePort],
       ] as const) {
         const res = await via(port);
-        expect(res.status, name).toBe(403);
+        expect(res.status, name).toBe(UNREACHABLE_PORT_STATUS);
         expect(await res.text(), name).not.toContain('reached');
       }
     } finally {

@@ -6,7 +6,7 @@ import { signUserContext, verifyUserContext } from '../../contract/user-context'
 const TOKEN = 'sandbox-token';
 const now = Math.floor(Date.now() / 1000);
 const header = (nowSeconds: number, token = TOKEN) =>
-  signUserContext({ sessionId: 's1', userId: 'u1', nowSeconds }, token);
+  signUserContext({ sessionId: 's1', userId: 'u1', audience: 'control', nowSeconds }, token);
 
 test.each([
   ['issued a year ahead', header(now + 365 * 86_400), 401, 'user context issued in the future'],

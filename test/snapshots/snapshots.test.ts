@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createSnapshotService } from '../../resolvers/snapshots/snapshots';
-import { repoRef } from '../../resolvers/sessions/lifecycle';
+import { repoRef } from '../../resolvers/git/project-repo';
 import { fakeDaemonCommand } from '../emulators/harness';
 import {
   CreateSessionDocument,

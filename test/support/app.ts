@@ -10,8 +10,10 @@ import { SCOPES, type UserPrincipal } from '../../resolvers/auth/principal';
 import type { SandboxProvider } from '../../resolvers/providers/types';
 import { type App, buildApp } from '../../server/app';
 import { parseEnv } from '../../server/env';
+import type { Logger } from '../../server/logger';
 import type { PubSub } from '../../resolvers/events/channels';
 import { type TestDatabase, createTestDatabase } from './database';
+import { FAST_PATHS_ENV } from './env';
 import { pgliteTemplate } from './pglite-template';
 import { killLocalSandboxes } from './spawn-server';
 
@@ -26,6 +28,8 @@ export interface TestAppOptions {
   dataDir?: string;
   /** The server's clock for time-based rules (see clock.ts). @default Date.now */
   now?: () => number;
+  /** The server's root logger (e.g. server/logger.ts createLogger with a destination a test reads). */
+  logger?: Logger;
 }
 
 export interface GqlResult<T> {
@@ -73,9 +77,16 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     SINGULACOMP_LOCAL_ENTRY: 'exec sleep 600',
     SINGULACOMP_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...FAST_PATHS_ENV,
     ...options.env,
   });
-  const app = await buildApp({ env, providers: options.providers, pubsub: options.pubsub, now: options.now });
+  const app = await buildApp({
+    env,
+    providers: options.providers,
+    pubsub: options.pubsub,
+    now: options.now,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
   try {
     await app.start();
   } catch (error) {

@@ -7,6 +7,16 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
+/**
+ * git configuration (command scope, which git trusts for this key) that lets a root test read a
+ * LOCAL sandbox's workspace: a root server's sandboxes own it as an unprivileged uid of their own.
+ */
+export const SAFE_DIRECTORY_ENV = {
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'safe.directory',
+  GIT_CONFIG_VALUE_0: '*',
+} as const;
+
 /** The environment every kit git command runs with. */
 export const GIT_ENV: NodeJS.ProcessEnv = {
   PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -18,6 +28,7 @@ export const GIT_ENV: NodeJS.ProcessEnv = {
   GIT_COMMITTER_NAME: 'Test',
   GIT_COMMITTER_EMAIL: 'test@example.com',
   LC_ALL: 'C',
+  ...SAFE_DIRECTORY_ENV,
 };
 
 /** Runs `file` synchronously in `cwd` with the kit's git environment; returns trimmed stdout. */

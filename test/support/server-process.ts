@@ -10,6 +10,7 @@ import { freePort } from '../../contract/ports';
 import { localRunDir } from '../../resolvers/providers/local';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FAST_PATHS_ENV } from './env';
 import { testRunEnv } from './test-run';
 import { waitFor } from './wait';
 
@@ -49,6 +50,8 @@ export interface ServerProcessOptions {
   npmStart?: boolean;
   /** The checkout to start in. @default this repository */
   cwd?: string;
+  /** Listen on this port (a replica restarted in place) instead of a free one picked here. */
+  port?: number;
 }
 
 export interface ServerProcess {
@@ -83,7 +86,7 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
     try {
       return await startOnce(options, dataDir, ownDataDir);
     } catch (error) {
-      if (error instanceof PortTakenError && attempt < 5) continue;
+      if (error instanceof PortTakenError && attempt < 5 && options.port === undefined) continue;
       if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
       throw error;
     }
@@ -95,7 +98,7 @@ async function startOnce(
   dataDir: string,
   ownDataDir: boolean,
 ): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const [command, args] = options.npmStart
     ? ['npm', ['start']]
     : options.cwd
@@ -121,6 +124,7 @@ async function startOnce(
       SINGULACOMP_TX_TIMEOUT_MS: '60000',
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+      ...FAST_PATHS_ENV,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

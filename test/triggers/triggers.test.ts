@@ -1,5 +1,6 @@
 // Triggers against a real server and repository: a signed webhook creates a session on its own
-// branch cut at fire time; bad signatures, replays and over-limit firings are recorded and create
+// branch cut at fire time; bad signatures and replays are counted on the trigger (no row each) and
+// create nothing, over-limit firings are recorded and create
 // nothing; a schedule fires each due time once with two server processes on one database.
 import { print } from 'graphql';
 import pg from 'pg';
@@ -10,7 +11,9 @@ import {
   CreateProjectDocument,
   CreateTriggerDocument,
   PauseTriggerDocument,
+  TriggerRefusalsDocument,
   TriggerRunsDocument,
+  UpdateTriggerScheduleDocument,
 } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestClock } from '../support/clock';
@@ -72,29 +75,46 @@ describe('webhook triggers', () => {
       })
     ).map((row) => ({ signature: row.signature, signedAt: row.signedAt.getTime() / 1000 }));
 
-  /** A refused delivery: its answer, one FAILED run recording it, and no session or remembered signature. */
+  /** The trigger's refusal counter, as the API shows it. */
+  const refusals = async () => {
+    const res = await t.request(TriggerRefusalsDocument, { id: globalId });
+    const node = res.data?.node as {
+      refusedDeliveries: number;
+      lastRefusedAt: string | null;
+      lastRefusedCode: string | null;
+    };
+    return { count: node.refusedDeliveries, at: node.lastRefusedAt, code: node.lastRefusedCode };
+  };
+
+  /**
+   * A refused delivery: its answer, counted on the trigger (count, time, code) without a run or any
+   * other row (anyone can send deliveries), and no session or remembered signature.
+   */
   async function expectRefused(
     delivery: () => Promise<Awaited<ReturnType<typeof deliver>>>,
     expected: { http: number; code: string; reason: string | RegExp },
   ): Promise<void> {
     const sessionsBefore = await sessionCount();
     const storeBefore = await remembered();
-    const runsBefore = (await runs()).length;
+    const runsBefore = await t.app.services.db.triggerRun.count({ where: { triggerId } });
+    const refusedBefore = await refusals();
+    const startedAt = clock.now();
     const answer = await delivery();
     expect(answer).toMatchObject({
       http: expected.http,
       code: expected.code,
-      status: 'FAILED',
+      status: null,
+      runId: null,
       sessionId: null,
     });
     expect(answer.message).toMatch(expected.reason);
     expect(await sessionCount()).toBe(sessionsBefore);
     expect(await remembered()).toEqual(storeBefore);
-    const after = await runs();
-    expect(after).toHaveLength(runsBefore + 1);
-    expect(after[0]).toMatchObject({ status: 'FAILED', sessionId: null, reason: answer.message });
-    const row = await t.app.services.db.triggerRun.findUniqueOrThrow({ where: { id: answer.runId! } });
-    expect(row).toMatchObject({ status: 'FAILED', sessionId: null, reason: answer.message });
+    expect(await t.app.services.db.triggerRun.count({ where: { triggerId } })).toBe(runsBefore);
+    const refusedAfter = await refusals();
+    expect(refusedAfter).toMatchObject({ count: refusedBefore.count + 1, code: expected.code });
+    expect(Date.parse(refusedAfter.at!)).toBeGreaterThanOrEqual(startedAt);
+    expect(Date.parse(refusedAfter.at!)).toBeLessThanOrEqual(clock.now());
   }
 
   beforeAll(async () => {
@@ -154,7 +174,7 @@ describe('webhook triggers', () => {
     });
   });
 
-  test('a bad or missing signature is recorded and creates nothing', async () => {
+  test('a bad or missing signature is counted and creates nothing', async () => {
     const body = JSON.stringify({ n: 2 });
     const timestamp = nowSeconds();
     await expectRefused(
@@ -173,7 +193,59 @@ describe('webhook triggers', () => {
     );
   });
 
-  test('a missing or malformed timestamp is refused, recorded and creates nothing, even with a body-only signature', async () => {
+  test('a flood of unsigned deliveries writes no row: each only counts on the trigger', async () => {
+    const runsBefore = await t.app.services.db.triggerRun.count();
+    const before = (await refusals()).count;
+    for (let i = 0; i < 25; i++) {
+      const answer = await deliver(JSON.stringify({ flood: i }), {
+        timestamp: nowSeconds(),
+        signature: 'sha256=00',
+      });
+      expect(answer).toMatchObject({ http: 401, code: 'SIGNATURE_INVALID', runId: null });
+    }
+    expect(await t.app.services.db.triggerRun.count()).toBe(runsBefore);
+    expect(await refusals()).toMatchObject({ count: before + 25, code: 'SIGNATURE_INVALID' });
+  });
+
+  test('a schedule finer than one minute is a field error on create and on update', async () => {
+    const create = (name: string, schedule: string) =>
+      t.request(CreateTriggerDocument, { input: { projectId, name, kind: 'SCHEDULE', schedule } });
+    for (const [i, schedule] of [
+      '* * * * * *',
+      '*/30 * * * * *',
+      '0,30 * * * * *',
+      '0-5 */2 * * * *',
+    ].entries()) {
+      const res = await create(`too-often-${i}`, schedule);
+      expect(res.data?.createTrigger, schedule).toMatchObject({
+        __typename: 'ValidationError',
+        code: 'VALIDATION_FAILED',
+        field: ['input', 'schedule'],
+      });
+      expect((res.data?.createTrigger as { message?: string } | undefined)?.message).toMatch(/once a minute/);
+    }
+    expect(await t.app.services.db.trigger.count({ where: { name: { startsWith: 'too-often-' } } })).toBe(0);
+
+    // Once a minute is the finest: five fields, or a sixth (seconds) naming one second.
+    const minutely = await create('minutely', '* * * * *');
+    if (minutely.data?.createTrigger.__typename !== 'CreateTriggerSuccess')
+      throw new Error(JSON.stringify(minutely));
+    expect((await create('at-second-zero', '0 * * * * *')).data?.createTrigger.__typename).toBe(
+      'CreateTriggerSuccess',
+    );
+    const update = await t.request(UpdateTriggerScheduleDocument, {
+      input: { triggerId: minutely.data.createTrigger.trigger.id, schedule: '*/10 * * * * *' },
+    });
+    expect(update.data?.updateTrigger).toMatchObject({
+      __typename: 'ValidationError',
+      field: ['input', 'schedule'],
+    });
+    const stored = await t.app.services.db.trigger.findFirstOrThrow({ where: { name: 'minutely' } });
+    expect(stored.schedule).toBe('* * * * *');
+    await t.app.services.db.trigger.deleteMany({ where: { name: { in: ['minutely', 'at-second-zero'] } } });
+  });
+
+  test('a missing or malformed timestamp is refused, counted and creates nothing, even with a body-only signature', async () => {
     const body = JSON.stringify({ n: 5 });
     const bodyOnly = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
     for (const timestamp of [null, '', 'yesterday', '1.7e9', String(-nowSeconds())]) {
@@ -185,7 +257,7 @@ describe('webhook triggers', () => {
     }
   });
 
-  test('a stale or a future timestamp, correctly signed, is refused, recorded and creates nothing', async () => {
+  test('a stale or a future timestamp, correctly signed, is refused, counted and creates nothing', async () => {
     clock.freeze();
     try {
       await expectRefused(() => signed(JSON.stringify({ n: 6 }), nowSeconds() - TOLERANCE - 1), {
@@ -203,7 +275,7 @@ describe('webhook triggers', () => {
     }
   });
 
-  test('a replay inside the window is recorded and creates nothing', async () => {
+  test('a replay inside the window is counted and creates nothing', async () => {
     clock.freeze();
     try {
       // At the window's edge: accepted once, then refused as a replay however often it comes back.
@@ -305,7 +377,8 @@ describe('schedule triggers across two server processes', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = { SINGULACOMP_TRIGGER_TICK_MS: '100' };
+    // Schedules finer than a minute are refused by default; here every 2 s keeps the test short.
+    const env = { SINGULACOMP_TRIGGER_TICK_MS: '100', SINGULACOMP_TRIGGER_MIN_INTERVAL_SECONDS: '2' };
     a = await startServerProcess({ databaseUrl: database.url, env });
     b = await startServerProcess({ databaseUrl: database.url, env });
     repo = createTestRepo({ 'README.md': '# schedule\n' });

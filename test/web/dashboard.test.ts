@@ -235,6 +235,7 @@ describe('the dashboard in a real browser', () => {
 
   test('telemetry is drawn with uPlot and grows live', async () => {
     const { page } = w;
+    await page.getByRole('tab', { name: 'Telemetry' }).click();
     const panel = page.getByTestId('telemetry');
     const samples = async () => Number(await panel.getAttribute('data-samples', { timeout: 1_000 }));
     const first = await waitFor(async () => ((await samples()) >= 2 ? samples() : 0), {
@@ -336,6 +337,7 @@ describe('the dashboard in a real browser', () => {
 
   test('the change-request panel opens one, shows refused merges with their codes, merges, and closes a conflicting one', async () => {
     const { page } = w;
+    await page.getByRole('tab', { name: 'Changes' }).click();
     const panel = page.getByTestId('change-request');
     const head = await commitOn(sessionId, { 'dashboard.txt': 'one\ntwo\n' }, 'Session work');
     await panel.getByLabel('Title').fill('Dashboard work');

@@ -21,6 +21,11 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 }
 
+/** 127.0.0.1, and the preview site's *.localhost names (Chromium resolves them to loopback itself). */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === '127.0.0.1' || hostname === 'localhost' || hostname.endsWith('.localhost');
+}
+
 export interface WatchedPage {
   context: BrowserContext;
   page: Page;
@@ -37,7 +42,7 @@ export async function openPage(
   const problems: string[] = [];
   await context.route('**/*', async (route) => {
     const url = new URL(route.request().url());
-    if (url.protocol === 'data:' || url.protocol === 'blob:' || url.hostname === '127.0.0.1') {
+    if (url.protocol === 'data:' || url.protocol === 'blob:' || isLoopbackHost(url.hostname)) {
       await route.continue();
     } else {
       problems.push(`request off loopback: ${url.href}`);

@@ -1,6 +1,7 @@
 // The session page's preview and share link in Chromium, against a real LOCAL session: a page served
-// on a sandbox port opens in the (sandboxed) iframe through a signed preview URL, and a share link
-// created in the dialog opens in a second browser context that holds no token.
+// on a sandbox port opens in the iframe through a signed preview URL on the preview site (an origin
+// of its own), and a share link created in the dialog opens in a second browser context that holds
+// no token.
 import { type Server, createServer } from 'node:http';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -55,17 +56,33 @@ describe('preview and share link on the session page', () => {
   test('a sandbox port opens in the iframe, and a share link opens without a token', async () => {
     const { page } = w;
     await page.goto(`${e.t.url}/sessions/${s.sessionId}`);
+    await page.getByRole('tab', { name: 'Preview' }).click();
+    // The ports the daemon reported: none, since the app is a host process outside the sandbox's
+    // process tree. The page says nothing listens on its port and offers to open it anyway.
+    await page.getByTestId('ports').waitFor({ timeout: 60_000 });
     await page.getByLabel('Port', { exact: true }).fill(String(appPort));
     await page.getByRole('button', { name: 'Open preview' }).click();
+    const silent = page.getByTestId('nothing-listens');
+    expect(await silent.textContent()).toContain(`Nothing listens on port ${appPort}`);
+    expect(await page.locator('iframe.preview').count()).toBe(0);
+    await silent.getByRole('button', { name: `Open port ${appPort} anyway` }).click();
     const frame = page.frameLocator(`iframe[title="Preview of port ${appPort}"]`);
     await frame.getByRole('heading', { name: 'Hello from the sandbox' }).waitFor({ timeout: 60_000 });
     const src = await page.locator('iframe.preview').getAttribute('src');
-    expect(src).toContain(`/v1/p/${s.sandboxId}/${appPort}/`);
-    // The sandbox's app runs in an opaque origin: the dashboard's session storage (the token) is out of reach.
-    const preview = page.frames().find((f) => f.url().includes(`/v1/p/${s.sandboxId}/`))!;
+    const origin = `http://p${appPort}-${s.sandboxId}.localhost:${new URL(e.t.url).port}`;
+    expect(src?.startsWith(`${origin}/?singulacomp_preview=`)).toBe(true);
+    // The sandbox's app runs on its own origin: its storage is its own, the dashboard's (the token)
+    // and the dashboard's document are out of reach.
+    const preview = page.frames().find((f) => f.url().startsWith(origin))!;
+    // (A third-party frame may get no storage at all where the browser blocks third-party cookies.)
+    expect([null, 'SecurityError']).toContain(
+      await preview.evaluate(
+        '(() => { try { return sessionStorage.getItem("singulacomp.token"); } catch (e) { return e.name; } })()',
+      ),
+    );
     expect(
       await preview.evaluate(
-        '(() => { try { return sessionStorage.length; } catch (e) { return e.name; } })()',
+        '(() => { try { return parent.document.title; } catch (e) { return e.name; } })()',
       ),
     ).toBe('SecurityError');
 
@@ -73,7 +90,7 @@ describe('preview and share link on the session page', () => {
     const dialog = page.getByRole('dialog', { name: `Share port ${appPort}` });
     await dialog.getByRole('button', { name: 'Create link' }).click();
     const url = (await dialog.getByTestId('share-url').textContent()) ?? '';
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+    expect(url).toMatch(/^http:\/\/s-[0-9a-f-]{36}\.localhost:\d+\/\?singulacomp_share=/);
     mkdirSync('.tmp/web', { recursive: true });
     const shot = summarisePng(await page.screenshot({ path: join('.tmp/web', 'share-dialog.png') }));
     expect(shot.colours).toBeGreaterThan(16);

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { Suspense, lazy, useEffect, useMemo, useState } from 'react';
 import { Provider, useQuery } from 'urql';
 import {
   type ApiClient,
@@ -13,12 +13,16 @@ import {
 import { Problem, problemFromError } from './errors';
 import { ViewerDocument } from './generated/graphql';
 import { linkProps, useRoute } from './router';
-import { SessionPage } from './SessionPage';
 import { Sessions } from './Sessions';
 import { SignIn } from './SignIn';
 import { ApiContext } from './api-context';
-import { Account } from './Account';
-import { ProjectPage, Projects } from './Projects';
+
+// The pages other than the sessions list load when first visited: the first load (a signed-in
+// sessions list) does not carry the session page's workspace, the projects or the account.
+const SessionPage = lazy(() => import('./SessionPage').then((m) => ({ default: m.SessionPage })));
+const Account = lazy(() => import('./Account').then((m) => ({ default: m.Account })));
+const Projects = lazy(() => import('./Projects').then((m) => ({ default: m.Projects })));
+const ProjectPage = lazy(() => import('./Projects').then((m) => ({ default: m.ProjectPage })));
 
 export function App() {
   const [token, setToken] = useState(storedToken);
@@ -141,10 +145,12 @@ function Shell({
       <main>
         {viewer.error && <Problem problem={problemFromError(viewer.error)} />}
         {route.page === 'sessions' && <Sessions />}
-        {route.page === 'session' && <SessionPage id={route.id} />}
-        {route.page === 'account' && <Account />}
-        {route.page === 'projects' && <Projects />}
-        {route.page === 'project' && <ProjectPage id={route.id} />}
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          {route.page === 'session' && <SessionPage id={route.id} />}
+          {route.page === 'account' && <Account />}
+          {route.page === 'projects' && <Projects />}
+          {route.page === 'project' && <ProjectPage id={route.id} />}
+        </Suspense>
         {route.page === 'not-found' && (
           <section>
             <h1>Not found</h1>

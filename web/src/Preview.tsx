@@ -1,33 +1,67 @@
-// A port of the sandbox in an iframe (a signed `Sandbox.previewUrl`), and the share-link dialog
-// (`createShareLink`: a public URL for people without a token). The frame is sandboxed without
-// allow-same-origin: path previews come from the API's own origin, and the sandbox's app must not
-// reach the dashboard's session storage, where the token is.
-import { type RefObject, useRef, useState } from 'react';
+// A port of the sandbox in an iframe (a signed `Sandbox.previewUrl`), picked from the ports the
+// sandbox listens on (`Sandbox.ports`; a port nothing listens on is explained, not framed), and the
+// share-link dialog (`createShareLink`: a public URL for people without a token). The frame shows the
+// preview site, an origin of its own per sandbox port (never the dashboard's), so the app keeps its
+// own origin (its cookies, storage and service worker work) and still cannot reach the dashboard's
+// session storage, where the token is. A preview URL on the dashboard's own origin is never framed.
+import { type RefObject, useEffect, useRef, useState } from 'react';
 import { useClient, useMutation } from 'urql';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
 import { CreateShareLinkDocument, PreviewUrlDocument, type ShareLinkMode } from './generated/graphql';
 
 const HOUR_MS = 3_600_000;
 
-export function Preview({ sandboxId, live }: { sandboxId: string; live: boolean }) {
+export function Preview({
+  sandboxId,
+  live,
+  ports,
+}: {
+  sandboxId: string;
+  live: boolean;
+  /** The sandbox's listening ports as its daemon reported them (null: not known). */
+  ports: number[] | null;
+}) {
   const client = useClient();
-  const [port, setPort] = useState('3000');
+  const [port, setPort] = useState(() => String(ports?.[0] ?? 3000));
+  const [silent, setSilent] = useState<number | null>(null);
+  // The first port reported after the tab opened is the one a person most likely wants.
+  const [touched, setTouched] = useState(false);
+  const firstPort = ports?.[0];
+  useEffect(() => {
+    if (!touched && firstPort !== undefined) setPort(String(firstPort));
+  }, [firstPort, touched]);
   const [frame, setFrame] = useState<{ port: number; url: string } | null>(null);
   const [loading, setLoading] = useState(false);
   const [problem, setProblem] = useState<ApiProblem | null>(null);
   const dialog = useRef<HTMLDialogElement>(null);
 
-  async function open(event: { preventDefault(): void }) {
+  async function open(event: { preventDefault(): void }, anyway = false) {
     event.preventDefault();
     setProblem(null);
-    setLoading(true);
     const n = Number(port);
+    // Nothing listens there: say so and list what does, rather than frame the proxy's JSON error.
+    // (The report trails a server that just started by a few seconds: it can be opened anyway.)
+    if (ports && !ports.includes(n) && !anyway) {
+      setFrame(null);
+      setSilent(n);
+      return;
+    }
+    setSilent(null);
+    setLoading(true);
     const result = await client
       .query(PreviewUrlDocument, { id: sandboxId, port: n }, { requestPolicy: 'network-only' })
       .toPromise();
     setLoading(false);
     if (result.error) return setProblem(problemFromError(result.error));
     const url = result.data?.sandbox?.previewUrl.url;
+    // allow-same-origin is safe only because the preview's origin is not ours.
+    if (url && new URL(url).origin === window.location.origin) {
+      return setProblem({
+        code: 'PREVIEW_ON_DASHBOARD_ORIGIN',
+        message:
+          'This preview would open on the dashboard’s own origin, so it is not shown; set SINGULACOMP_PREVIEW_DOMAIN to a domain of its own.',
+      });
+    }
     if (url) setFrame({ port: n, url });
   }
 
@@ -45,8 +79,17 @@ export function Preview({ sandboxId, live }: { sandboxId: string; live: boolean 
               max={65535}
               required
               value={port}
-              onChange={(e) => setPort(e.target.value)}
+              list={`ports-${sandboxId}`}
+              onChange={(e) => {
+                setTouched(true);
+                setPort(e.target.value);
+              }}
             />
+            <datalist id={`ports-${sandboxId}`}>
+              {ports?.map((p) => (
+                <option key={p} value={p} />
+              ))}
+            </datalist>
           </label>
           <button type="submit" disabled={!live || loading}>
             {loading ? 'Opening…' : 'Open preview'}
@@ -57,12 +100,55 @@ export function Preview({ sandboxId, live }: { sandboxId: string; live: boolean 
         </form>
       </div>
       <Problem problem={problem} />
+      {ports && (
+        <div className="ports" data-testid="ports">
+          {ports.length === 0 ? (
+            <p className="muted">
+              Nothing in the sandbox listens on a port yet. Start a server (ask the agent, or use the Terminal
+              tab) and it appears here within a few seconds.
+            </p>
+          ) : (
+            <p>
+              Listening:{' '}
+              {ports.map((p) => (
+                <button
+                  key={p}
+                  type="button"
+                  className="port"
+                  data-port={p}
+                  aria-pressed={String(p) === port}
+                  disabled={!live}
+                  onClick={() => {
+                    setTouched(true);
+                    setPort(String(p));
+                  }}
+                >
+                  {p}
+                </button>
+              ))}
+            </p>
+          )}
+        </div>
+      )}
+      {silent !== null && (
+        <div className="nothing-listens" role="status" data-testid="nothing-listens">
+          <h3>Nothing listens on port {silent}</h3>
+          <p>
+            {ports && ports.length > 0
+              ? `The sandbox listens on ${ports.join(', ')}: choose one of those above, or start a server on ${silent} and open it again.`
+              : `No process in the sandbox listens on a port. Start a server on ${silent} (ask the agent, or use the Terminal tab) and open it again.`}
+          </p>
+          <button type="button" className="secondary" disabled={!live} onClick={(e) => void open(e, true)}>
+            Open port {silent} anyway
+          </button>
+        </div>
+      )}
       {frame && (
         <iframe
           className="preview"
           title={`Preview of port ${frame.port}`}
           src={frame.url}
-          sandbox="allow-scripts allow-forms allow-popups"
+          sandbox="allow-scripts allow-forms allow-popups allow-same-origin"
           referrerPolicy="no-referrer"
         />
       )}

@@ -6,39 +6,89 @@ import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { ConfirmButton } from './Confirm';
 import { Problem, problemFromError, useMutationProblem } from './errors';
+import { EMPTY_PROJECT, type ProjectFields, ProjectForm, useProjectMutation } from './ProjectForm';
 import {
+  CreateProjectDocument,
   CreateTriggerDocument,
+  DeleteProjectDocument,
   DeleteTriggerDocument,
   PauseTriggerDocument,
   ProjectListDocument,
+  type Provider,
+  SyncProjectManifestDocument,
+  UpdateProjectDocument,
   ProjectPageDocument,
   SetSecretDocument,
   type TriggerKind,
   type TriggerViewFragment,
 } from './generated/graphql';
-import { linkProps } from './router';
+import { linkProps, navigate } from './router';
 import { ShownOnce } from './ShownOnce';
 
 export function Projects() {
-  const [list] = useQuery({ query: ProjectListDocument });
+  const [list, refetch] = useQuery({ query: ProjectListDocument });
+  const [creating, create] = useMutation(CreateProjectDocument);
+  const { errors, submit } = useProjectMutation();
   if (list.error) return <Problem problem={problemFromError(list.error)} />;
   const projects = list.data?.viewer.projects.edges.map((edge) => edge.node) ?? [];
+
+  async function onCreate(fields: ProjectFields): Promise<boolean> {
+    const created = await submit(
+      create({ input: projectInput(fields) }),
+      (data) => data.createProject,
+      'CreateProjectSuccess',
+    );
+    if (!created) return false;
+    refetch({ requestPolicy: 'network-only' });
+    navigate(`/projects/${encodeURIComponent(created.project.id)}`);
+    return true;
+  }
+
   return (
-    <section className="card" aria-labelledby="projects-title">
-      <h1 id="projects-title">Projects</h1>
-      {list.data && projects.length === 0 && <p>No projects yet: create one through the API.</p>}
-      <ul className="plain" data-testid="projects">
-        {projects.map((p) => (
-          <li key={p.id}>
-            <a {...linkProps(`/projects/${encodeURIComponent(p.id)}`)}>{p.name}</a>{' '}
-            <span className="muted">
-              {p.provider} · {p.defaultBranch} · <span className="mono">{p.repositoryUrl}</span>
-            </span>
-          </li>
-        ))}
-      </ul>
-    </section>
+    <>
+      <section className="card" aria-labelledby="projects-title">
+        <h1 id="projects-title">Projects</h1>
+        {list.data && projects.length === 0 && (
+          <p data-testid="no-projects">
+            No projects yet: <a href="#new-project">create one with the form below</a> from a repository URL
+            or a local path.
+          </p>
+        )}
+        <ul className="plain" data-testid="projects">
+          {projects.map((p) => (
+            <li key={p.id}>
+              <a {...linkProps(`/projects/${encodeURIComponent(p.id)}`)}>{p.name}</a>{' '}
+              <span className="muted">
+                {p.provider} · {p.defaultBranch} · <span className="mono">{p.repositoryUrl}</span>
+              </span>
+            </li>
+          ))}
+        </ul>
+      </section>
+      <section className="card" aria-labelledby="new-project-title">
+        <h2 id="new-project-title">New project</h2>
+        <ProjectForm
+          id="new-project"
+          initial={EMPTY_PROJECT}
+          submitLabel={creating.fetching ? 'Creating…' : 'Create project'}
+          busy={creating.fetching}
+          errors={errors}
+          onSubmit={onCreate}
+        />
+      </section>
+    </>
   );
+}
+
+/** The form's fields as mutation input: empty optional fields are left out (the API's defaults). */
+function projectInput(fields: ProjectFields) {
+  return {
+    name: fields.name.trim(),
+    repositoryUrl: fields.repositoryUrl.trim(),
+    ...(fields.gitCredential ? { gitCredential: fields.gitCredential } : {}),
+    ...(fields.provider ? { provider: fields.provider } : {}),
+    ...(fields.defaultBranch.trim() ? { defaultBranch: fields.defaultBranch.trim() } : {}),
+  };
 }
 
 export function ProjectPage({ id }: { id: string }) {
@@ -54,12 +104,15 @@ export function ProjectPage({ id }: { id: string }) {
           {project.provider} · default branch <span className="mono">{project.defaultBranch}</span> ·{' '}
           <span className="mono">{project.repositoryUrl}</span>
         </p>
-        <p>
-          {project.manifestCommit
-            ? `Manifest from ${project.manifestCommit.slice(0, 8)}, synced ${new Date(project.manifestSyncedAt ?? '').toLocaleString()}.`
-            : 'No manifest synced: sessions use the default template.'}
-        </p>
+        <ManifestSync
+          projectId={project.id}
+          defaultBranch={project.defaultBranch}
+          commit={project.manifestCommit}
+          syncedAt={project.manifestSyncedAt}
+          onSynced={() => refetch({ requestPolicy: 'network-only' })}
+        />
       </section>
+      <ProjectSettings project={project} onSaved={() => refetch({ requestPolicy: 'network-only' })} />
       <section className="card" aria-labelledby="templates-title">
         <h2 id="templates-title">Templates</h2>
         <ul className="plain" data-testid="templates">
@@ -90,6 +143,160 @@ export function ProjectPage({ id }: { id: string }) {
         onChanged={() => refetch({ requestPolicy: 'network-only' })}
       />
     </>
+  );
+}
+
+/** Edit the project (a changed repository or branch re-reads the manifest) or delete it. */
+function ProjectSettings({
+  project,
+  onSaved,
+}: {
+  project: {
+    id: string;
+    name: string;
+    repositoryUrl: string;
+    provider: Provider;
+    defaultBranch: string;
+    hasGitCredential: boolean;
+  };
+  onSaved(): void;
+}) {
+  const [updating, update] = useMutation(UpdateProjectDocument);
+  const [deleting, remove] = useMutation(DeleteProjectDocument);
+  const { errors, submit } = useProjectMutation();
+  const removal = useMutationProblem();
+  const [saved, setSaved] = useState(false);
+
+  async function onSave(fields: ProjectFields): Promise<boolean> {
+    setSaved(false);
+    const input = {
+      projectId: project.id,
+      ...(fields.name.trim() !== project.name ? { name: fields.name.trim() } : {}),
+      ...(fields.repositoryUrl.trim() !== project.repositoryUrl
+        ? { repositoryUrl: fields.repositoryUrl.trim() }
+        : {}),
+      ...(fields.provider && fields.provider !== project.provider ? { provider: fields.provider } : {}),
+      ...(fields.defaultBranch.trim() && fields.defaultBranch.trim() !== project.defaultBranch
+        ? { defaultBranch: fields.defaultBranch.trim() }
+        : {}),
+      ...(fields.gitCredential ? { gitCredential: fields.gitCredential } : {}),
+    };
+    const updated = await submit(update({ input }), (data) => data.updateProject, 'UpdateProjectSuccess');
+    if (!updated) return false;
+    setSaved(true);
+    onSaved();
+    return true;
+  }
+
+  async function onDelete() {
+    const input = { projectId: project.id };
+    if (await removal.settle(remove({ input }), (data) => data.deleteProject, 'DeleteProjectSuccess'))
+      navigate('/projects');
+  }
+
+  return (
+    <section className="card" aria-labelledby="settings-title">
+      <div className="section-head">
+        <h2 id="settings-title">Settings</h2>
+        <ConfirmButton
+          label={`Delete ${project.name}`}
+          question={`Delete ${project.name} with its templates, secrets and triggers? Its repository stays as it is.`}
+          confirmLabel="Delete project"
+          disabled={deleting.fetching}
+          onConfirm={() => void onDelete()}
+        />
+      </div>
+      <Problem problem={removal.problem} />
+      <ProjectForm
+        id="project-settings"
+        initial={{
+          name: project.name,
+          repositoryUrl: project.repositoryUrl,
+          gitCredential: '',
+          provider: project.provider,
+          defaultBranch: project.defaultBranch,
+        }}
+        submitLabel={updating.fetching ? 'Saving…' : 'Save changes'}
+        busy={updating.fetching}
+        errors={errors}
+        hasCredential={project.hasGitCredential}
+        onSubmit={onSave}
+      />
+      {saved && (
+        <p role="status" data-testid="project-saved">
+          Saved.
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** The manifest's commit and a re-sync: the templates are read again from the default branch. */
+function ManifestSync({
+  projectId,
+  defaultBranch,
+  commit,
+  syncedAt,
+  onSynced,
+}: {
+  projectId: string;
+  defaultBranch: string;
+  commit: string | null;
+  syncedAt: string | null;
+  onSynced(): void;
+}) {
+  const [syncing, sync] = useMutation(SyncProjectManifestDocument);
+  const { problem, settle } = useMutationProblem();
+  const [result, setResult] = useState<{ commit: string; warnings: string[] } | null>(null);
+  const [problems, setProblems] = useState<{ field: string[]; message: string }[]>([]);
+
+  async function onSync() {
+    setResult(null);
+    setProblems([]);
+    const pending = sync({ input: { projectId } });
+    const synced = await settle(pending, (data) => data.syncProjectManifest, 'SyncProjectManifestSuccess');
+    if (synced) {
+      setResult({ commit: synced.commit, warnings: synced.warnings });
+      onSynced();
+      return;
+    }
+    const payload = (await pending).data?.syncProjectManifest;
+    if (payload?.__typename === 'ManifestInvalidError') setProblems(payload.problems);
+  }
+
+  return (
+    <div className="manifest">
+      <div className="section-head">
+        <p data-testid="manifest-state">
+          {commit
+            ? `Manifest from ${commit.slice(0, 8)}, synced ${new Date(syncedAt ?? '').toLocaleString()}.`
+            : 'No manifest synced: sessions use the default template.'}
+        </p>
+        <button type="button" disabled={syncing.fetching} onClick={() => void onSync()}>
+          {syncing.fetching ? 'Syncing…' : 'Re-sync manifest'}
+        </button>
+      </div>
+      {result && (
+        <p role="status">
+          Read the manifest at {result.commit.slice(0, 8)} on <span className="mono">{defaultBranch}</span>.
+        </p>
+      )}
+      {result?.warnings.map((w) => (
+        <p key={w} className="warning">
+          {w}
+        </p>
+      ))}
+      <Problem problem={problem} />
+      {problems.length > 0 && (
+        <ul className="problem" aria-label="Manifest problems">
+          {problems.map((p) => (
+            <li key={`${p.field.join('.')}:${p.message}`}>
+              <span className="mono">{p.field.join('.')}</span>: {p.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
   );
 }
 

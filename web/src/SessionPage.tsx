@@ -1,6 +1,6 @@
 // One session: the header (status, agent state, lease, reload phases as the server confirms each),
-// the conversation (sendMessage, streamed over sessionEvents, abortTurn), Sync Branch & Reload, the
-// change request and stop.
+// the conversation (sendMessage, streamed over sessionEvents, abortTurn; tool calls as blocks) on one
+// side and the workspace in tabs beside it (Workspace.tsx), Sync Branch & Reload and stop.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { useOnConnected } from './api-context';
@@ -14,6 +14,7 @@ import {
   type SessionEventsSubscription,
   SessionEventsDocument,
   type SessionHeaderFragment,
+  type PartViewFragment,
   SessionMessagesDocument,
   SessionPageDocument,
   SessionUpdatedDocument,
@@ -21,10 +22,9 @@ import {
 } from './generated/graphql';
 import { linkProps } from './router';
 import { StatusBadge, agentLabel, formatUsd } from './status';
-import { Telemetry } from './Telemetry';
-import { Preview } from './Preview';
 import { CommandPalette } from './CommandPalette';
-import { ChangeRequestPanel } from './ChangeRequest';
+import { Workspace } from './Workspace';
+import { ToolCall } from './ToolCall';
 
 type AgentEvent = SessionEventsSubscription['sessionEvents'];
 
@@ -80,20 +80,16 @@ export function SessionPage({ id }: { id: string }) {
         canReload={session.status === 'RUNNING'}
         requests={reloadRequests}
       />
-      <Conversation
-        sessionId={session.sessionId}
-        baseRef={session.baseRef}
-        ready={session.agentReady}
-        live={live}
-        onSynced={onSynced}
-      />
-      <ChangeRequestPanel
-        sessionId={session.sessionId}
-        branchName={session.branchName}
-        projectId={session.project.id}
-      />
-      {session.sandbox && <Preview sandboxId={session.sandbox.id} live={session.status === 'RUNNING'} />}
-      {session.sandbox && <Telemetry sandboxId={session.sandbox.id} />}
+      <div className="session-layout">
+        <Conversation
+          sessionId={session.sessionId}
+          baseRef={session.baseRef}
+          ready={session.agentReady}
+          live={live}
+          onSynced={onSynced}
+        />
+        <Workspace session={session} />
+      </div>
       <CommandPalette />
     </>
   );
@@ -360,14 +356,19 @@ function Conversation({
     if (endedSeq !== null) refetchHistory({ requestPolicy: 'network-only' });
   }, [endedSeq, refetchHistory]);
 
+  // What streams for messages not stored yet: their text as it grows and their tool calls' latest
+  // state, in the order they first appeared.
   const streaming = useMemo(() => {
     const known = new Set(messages.map((m) => m.id));
-    const byMessage = new Map<string, string>();
+    const byMessage = new Map<string, { text: string; tools: Map<string, PartViewFragment> }>();
     for (const ev of events.data ?? []) {
-      if (ev.kind !== 'TEXT_DELTA' || !ev.messageId || known.has(ev.messageId)) continue;
-      byMessage.set(ev.messageId, (byMessage.get(ev.messageId) ?? '') + (ev.delta ?? ''));
+      if (!ev.messageId || known.has(ev.messageId)) continue;
+      const entry = byMessage.get(ev.messageId) ?? { text: '', tools: new Map() };
+      byMessage.set(ev.messageId, entry);
+      if (ev.kind === 'TEXT_DELTA') entry.text += ev.delta ?? '';
+      else if (ev.part?.type === 'tool') entry.tools.set(ev.part.id, ev.part);
     }
-    return [...byMessage.entries()];
+    return [...byMessage.entries()].filter(([, m]) => m.text !== '' || m.tools.size > 0);
   }, [events.data, messages]);
   const waiting = pending.filter((p) => messages.length <= p.historyLength);
 
@@ -407,7 +408,7 @@ function Conversation({
   }
 
   return (
-    <section className="card" aria-labelledby="conversation-title">
+    <section className="card conversation" aria-labelledby="conversation-title">
       <div className="section-head">
         <h2 id="conversation-title">Conversation</h2>
         <span data-testid="turn-state" data-state={turn?.turnState ?? 'NONE'} aria-live="polite">
@@ -415,12 +416,13 @@ function Conversation({
         </span>
       </div>
       {history.error && <Problem problem={problemFromError(history.error)} />}
+      {!history.data && history.fetching && <p aria-busy="true">Loading the conversation…</p>}
       {events.error && <Problem problem={problemFromError(events.error)} />}
       <ol className="transcript" aria-label="Transcript">
         {messages.map((m) => (
           <li key={m.id} className={`message ${m.role}`} data-role={m.role} data-message={m.id}>
             <span className="role">{m.role}</span>
-            <p>{m.text}</p>
+            <Parts parts={m.parts} text={m.text} />
             {m.error && <p className="problem">{m.error}</p>}
           </li>
         ))}
@@ -430,10 +432,13 @@ function Conversation({
             <p>{p.text}</p>
           </li>
         ))}
-        {streaming.map(([messageId, answer]) => (
+        {streaming.map(([messageId, m]) => (
           <li key={messageId} className="message assistant" data-role="assistant" data-streaming="true">
             <span className="role">assistant</span>
-            <p>{answer}</p>
+            {[...m.tools.values()].map((part) => (
+              <ToolCall key={part.id} part={part} />
+            ))}
+            {m.text && <p>{m.text}</p>}
           </li>
         ))}
       </ol>
@@ -469,7 +474,10 @@ function Conversation({
           </button>
         </form>
       ) : (
-        <p>The session has ended; its transcript is gone with its sandbox.</p>
+        <p data-testid="ended">
+          The session has ended: this is its record. To go on from here, start a new session on{' '}
+          <a {...linkProps('/')}>the sessions page</a>.
+        </p>
       )}
       {sync && (
         <p data-testid="sync-state" data-state={sync.state} aria-live="polite">
@@ -482,5 +490,19 @@ function Conversation({
       )}
       <Problem problem={problem} />
     </section>
+  );
+}
+
+/**
+ * A stored message's parts in order: text as paragraphs, tool calls as blocks; reasoning and
+ * bookkeeping parts (step-start, snapshot, …) stay out. A message without parts shows its text.
+ */
+function Parts({ parts, text }: { parts: PartViewFragment[]; text: string }) {
+  const shown = parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'tool');
+  if (shown.length === 0) return text ? <p>{text}</p> : null;
+  return (
+    <>
+      {shown.map((p) => (p.type === 'tool' ? <ToolCall key={p.id} part={p} /> : <p key={p.id}>{p.text}</p>))}
+    </>
   );
 }

@@ -73,6 +73,22 @@ export function SignIn({
         )}
         <Problem problem={problem} />
       </form>
+      <section className="hint" aria-labelledby="token-where">
+        <h2 id="token-where">Where is my token?</h2>
+        <ul>
+          <li>
+            On a server you started with <code>npm start</code>: the token is in{' '}
+            <code>.data/bootstrap-token</code> in the server’s directory (under{' '}
+            <code>SINGULACOMP_DATA_DIR</code> when that is set), so <code>cat .data/bootstrap-token</code>{' '}
+            shows it. The first start prints the token itself, and every start prints where the file is and,
+            in development, a sign-in link with the token filled in.
+          </li>
+          <li>
+            Somebody else’s server: ask an account admin for a personal access token (Account → Tokens, or an
+            invitation).
+          </li>
+        </ul>
+      </section>
     </main>
   );
 }

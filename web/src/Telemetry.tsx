@@ -27,6 +27,7 @@ export function Telemetry({ sandboxId }: { sandboxId: string }) {
     return [...byTime.values()].sort((a, b) => a.at.localeCompare(b.at)).slice(-KEEP);
   }, [history.data, live.data]);
   const latest = samples.at(-1);
+  const local = history.data?.sandbox?.memoryLimitEnforced === false;
 
   return (
     <section
@@ -38,12 +39,20 @@ export function Telemetry({ sandboxId }: { sandboxId: string }) {
       <h2 id="telemetry-title">Telemetry</h2>
       {history.error && <Problem problem={problemFromError(history.error)} />}
       {live.error && <Problem problem={problemFromError(live.error)} />}
+      {local && (
+        <p className="warning" data-testid="limits-not-enforced">
+          Limits are not enforced on LOCAL: the sandbox is a process on this host with no memory, CPU or disk
+          cap, so the memory “limit” below is the host’s memory. Use Daytona, E2B or Platinum for enforced
+          limits.
+        </p>
+      )}
       {latest ? (
         <dl className="facts">
           <div>
             <dt>Memory</dt>
             <dd>
               {mib(latest.memoryUsedBytes)} of {mib(latest.memoryLimitBytes)}
+              {local && ' (host)'}
             </dd>
           </div>
           <div>

@@ -57,6 +57,8 @@ export function storeToken(token: string | null): void {
 
 export interface ApiClient {
   urql: Client;
+  /** For what GraphQL does not carry: the agent route's HTTP calls and WebSockets (the terminal). */
+  token: string;
   /** Called on every (re)connection of the WebSocket, so views can refetch what they may have missed. */
   onConnected(listener: () => void): () => void;
   dispose(): void;
@@ -96,6 +98,7 @@ export function createApiClient(token: string): ApiClient {
   });
   return {
     urql,
+    token,
     onConnected(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -18,7 +18,7 @@ import {
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { type Plugin, createLRUCache } from 'graphql-yoga';
-import type { Logger } from './logger';
+import type { Logger } from '../logger';
 
 /** Compiled documents kept by their text, beside the parse cache's documents (weakly, by object). */
 const COMPILED_DOCUMENTS = 1_000;

@@ -8,8 +8,13 @@
 // It relies on three properties of prisma/schema.prisma, checked by test/core/find-many-sql.test.ts:
 // tables and columns carry the model's and field's names (no @map), every relation references its
 // target's id, and every DateTime is a plain timestamp(3) holding UTC (no @db.Timestamptz).
-import { getDatamodel } from '../prisma/generated/pothos-types';
-import type { RawSql } from './platform';
+//
+// Services never import it: server/app.ts hands them `findManySql` (resolvers/platform.ts's
+// FindManySql) unless SINGULACOMP_FAST_PATHS turns it off, and they read with Prisma without it.
+import { getDatamodel } from '../../prisma/generated/pothos-types';
+import type { FindMany, FindManySql, RawSql } from '../../resolvers/platform';
+
+export type { FilterValue, FindMany } from '../../resolvers/platform';
 
 type Models = ReturnType<typeof getDatamodel>['datamodel']['models'];
 type Model = Models[string];
@@ -19,16 +24,6 @@ const models: Models = getDatamodel().datamodel.models;
 
 /** Scalar types whose PostgreSQL value both drivers return as Prisma does (DateTime: see column()). */
 const SCALARS = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime']);
-
-export type FilterValue = string | number | boolean;
-
-export interface FindMany {
-  /** Equality on scalar fields (the tenancy filter and the list's arguments); undefined: no filter, as in Prisma. */
-  where: Record<string, FilterValue | undefined>;
-  orderBy: readonly Record<string, 'asc' | 'desc'>[];
-  /** What Pothos derived from the GraphQL selection: include or select, take, skip, cursor. */
-  query: Record<string, unknown>;
-}
 
 export interface CompiledFindMany {
   text: string;
@@ -343,4 +338,9 @@ export function compileFindMany(modelName: string, find: FindMany): CompiledFind
       return rows.map(build);
     },
   };
+}
+
+/** The reader services are given (see the top of this file): one statement on `sql`, or null. */
+export function findManySql(sql: Pick<RawSql, 'queryArrays'>): FindManySql {
+  return (modelName, find) => compileFindMany(modelName, find)?.run(sql) ?? null;
 }

@@ -16,12 +16,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNode } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
 import { type Plugin, createLRUCache, processRegularResult } from 'graphql-yoga';
-import type { Context } from '../schema/builder';
-import type { Services } from '../resolvers/services';
+import type { Context } from '../../schema/builder';
+import type { Services } from '../../resolvers/services';
 import { type QueryCompiler, operationToCompile, runCompiled } from './compiled-execution';
-import { readBody } from './body-limit';
-import { httpContext } from './context';
-import { introspects } from './graphql-guards';
+import { readBody } from '../body-limit';
+import { httpContext } from '../context';
+import { introspects } from '../graphql-guards';
 
 /** Query texts kept ready to run, by their text. */
 const PREPARED_DOCUMENTS = 1_000;
