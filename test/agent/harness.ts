@@ -97,6 +97,8 @@ export async function startRecordingApi(options: RecordingApiOptions): Promise<R
         return { __typename: 'ReportReloadPhaseSuccess', reload: { id: input.reloadId, status: 'RUNNING' } };
       case 'reportAgentEvents':
         return { __typename: 'ReportAgentEventsSuccess', accepted: (input.events as unknown[]).length };
+      case 'reportSandboxPorts':
+        return { __typename: 'ReportSandboxPortsSuccess', ports: input.ports };
       default:
         throw new Error(`unexpected operation ${operation}`);
     }
