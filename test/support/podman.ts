@@ -155,23 +155,34 @@ export async function startPodmanService(options: StartPodmanOptions = {}): Prom
       if (stopped) return;
       stopped = true;
       if (child.exitCode === null) {
-        const filters = encodeURIComponent(
-          JSON.stringify({ label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) }),
-        );
-        const listed = await api('GET', `/v1.41/containers/json?all=true&filters=${filters}`).catch(
-          () => null,
-        );
-        for (const container of (listed?.body as { Id: string }[] | null) ?? []) {
-          await api('DELETE', `/v1.41/containers/${container.Id}?force=true&v=true`).catch(() => {});
+        // Podman's storage is machine-wide and other test files build and remove images meanwhile:
+        // a listing may fail or answer an error object; the service process is stopped whatever
+        // the clean-up met, or the run would leave it behind.
+        try {
+          const filters = encodeURIComponent(
+            JSON.stringify({ label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) }),
+          );
+          const listed = await api('GET', `/v1.41/containers/json?all=true&filters=${filters}`).catch(
+            () => null,
+          );
+          for (const container of asList(listed?.body)) {
+            await api('DELETE', `/v1.41/containers/${container.Id}?force=true&v=true`).catch(() => {});
+          }
+          const images = await api('GET', `/v1.41/images/json?filters=${filters}`).catch(() => null);
+          for (const image of asList(images?.body)) {
+            await api('DELETE', `/v1.41/images/${image.Id}?force=true`).catch(() => {});
+          }
+        } finally {
+          child.kill('SIGTERM');
+          await exited;
         }
-        const images = await api('GET', `/v1.41/images/json?filters=${filters}`).catch(() => null);
-        for (const image of (images?.body as { Id: string }[] | null) ?? []) {
-          await api('DELETE', `/v1.41/images/${image.Id}?force=true`).catch(() => {});
-        }
-        child.kill('SIGTERM');
-        await exited;
       }
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The Engine's list answer, or nothing when it answered an error object instead of a list. */
+function asList(body: unknown): { Id: string }[] {
+  return Array.isArray(body) ? (body as { Id: string }[]) : [];
 }

@@ -81,15 +81,23 @@ export function serverImage(containersConf: string): ServerImage {
     { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
   );
   const buildMs = Date.now() - started;
-  // Older builds of this repository's image would pile up in the machine-wide storage.
-  const tags = execFileSync(
-    'podman',
-    ['images', '--format', '{{.Repository}}:{{.Tag}}', 'localhost/singulacomp-server'],
-    {
-      env,
-      encoding: 'utf8',
-    },
-  );
+  // Older builds of this repository's image would pile up in the machine-wide storage. Best effort:
+  // other test files remove their images meanwhile, and Podman's listing can fail on an image that
+  // went away under it ("image not known").
+  let tags = '';
+  try {
+    tags = execFileSync(
+      'podman',
+      ['images', '--format', '{{.Repository}}:{{.Tag}}', 'localhost/singulacomp-server'],
+      {
+        env,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+  } catch {
+    // listed again by the next build
+  }
   for (const old of tags.split('\n').filter((t) => t && t !== ref)) {
     try {
       execFileSync('podman', ['rmi', old], { env, stdio: 'ignore' });
