@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -83,7 +83,9 @@ test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its o
   const provider = createLocalProvider({
     rootDir: join(root, 'sandboxes'),
     // SIGTERM must reach the entry inside the sandbox's own session, not only the bwrap around it.
-    entryCommand: "trap 'echo graceful > {home}/stopped; exit 0' TERM; while :; do sleep 0.1; done",
+    // The entry says when its trap is set: a SIGTERM before that would end it the default way.
+    entryCommand:
+      "trap 'echo graceful > {home}/stopped; exit 0' TERM; echo set > {home}/trapped; while :; do sleep 0.1; done",
     clone: (r, branch, dir) => git.cloneWorkspace(r, branch, dir),
     stopGraceMs: 10_000,
     isolation: {
@@ -110,8 +112,9 @@ test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its o
   expect(readFileSync(join(claimsDir, claim!), 'utf8')).toBe(dir);
   expect(statSync(join(dir, 'workspace')).uid).toBe(uid);
   expect(statSync(join(dir, 'home')).uid).toBe(uid);
-  // The entry's shell runs as that uid.
+  // The entry's shell runs as that uid, with its TERM trap in place.
   await waitFor(async () => {
+    if (!existsSync(join(dir, 'home', 'trapped'))) return null;
     for (const pid of await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)) {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       if (
