@@ -53,34 +53,20 @@ export function serverImage(containersConf: string): ServerImage {
   const base = baseImage();
   const ref = `localhost/singulacomp-server:${serverImageKey(base)}`;
   const env = { ...process.env, CONTAINERS_CONF: containersConf };
-  try {
-    execFileSync('podman', ['image', 'exists', ref], { env, stdio: 'ignore' });
-    return { ref, base, built: false, buildMs: 0 };
-  } catch {
-    // not built yet
-  }
-  const started = Date.now();
-  execFileSync(
-    'podman',
-    [
-      '--runtime',
-      'runc',
-      'build',
-      '--format',
-      'docker',
-      '--file',
-      DOCKERFILE,
-      '--ignorefile',
-      IGNORE_FILE,
-      '--build-arg',
-      `BASE=${base}`,
-      '--tag',
-      ref,
-      ROOT,
-    ],
-    { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
-  );
-  const buildMs = Date.now() - started;
+  const image = buildUnlessPresent(ref, base, env, [
+    '--format',
+    'docker',
+    '--file',
+    DOCKERFILE,
+    '--ignorefile',
+    IGNORE_FILE,
+    '--build-arg',
+    `BASE=${base}`,
+    '--tag',
+    ref,
+    ROOT,
+  ]);
+  if (!image.built) return image;
   // Older builds of this repository's image would pile up in the machine-wide storage. Best effort:
   // other test files remove their images meanwhile, and Podman's listing can fail on an image that
   // went away under it ("image not known").
@@ -105,7 +91,7 @@ export function serverImage(containersConf: string): ServerImage {
       // in use by a container: left for a later build
     }
   }
-  return { ref, base, built: true, buildMs };
+  return image;
 }
 
 /** An image's size in bytes (Podman's own count, as `podman images` shows it). */
@@ -132,6 +118,21 @@ export function servicesImage(containersConf: string): ServerImage {
   hashTree(hash, 'deploy/compose/postgres.sh');
   const ref = `localhost/singulacomp-services:${hash.digest('hex').slice(0, 16)}`;
   const env = { ...process.env, CONTAINERS_CONF: containersConf };
+  return buildUnlessPresent(ref, base, env, [
+    '--network',
+    'host',
+    '--file',
+    SERVICES_DOCKERFILE,
+    '--build-arg',
+    `BASE=${base}`,
+    '--tag',
+    ref,
+    join(ROOT, 'deploy/compose'),
+  ]);
+}
+
+/** `podman build` with `args` (after `--runtime runc build`) unless `ref` already exists. */
+function buildUnlessPresent(ref: string, base: string, env: NodeJS.ProcessEnv, args: string[]): ServerImage {
   try {
     execFileSync('podman', ['image', 'exists', ref], { env, stdio: 'ignore' });
     return { ref, base, built: false, buildMs: 0 };
@@ -139,23 +140,11 @@ export function servicesImage(containersConf: string): ServerImage {
     // not built yet
   }
   const started = Date.now();
-  execFileSync(
-    'podman',
-    [
-      '--runtime',
-      'runc',
-      'build',
-      '--network',
-      'host',
-      '--file',
-      SERVICES_DOCKERFILE,
-      '--build-arg',
-      `BASE=${base}`,
-      '--tag',
-      ref,
-      join(ROOT, 'deploy/compose'),
-    ],
-    { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
-  );
+  execFileSync('podman', ['--runtime', 'runc', 'build', ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 15 * 60_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return { ref, base, built: true, buildMs: Date.now() - started };
 }
