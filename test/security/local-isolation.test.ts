@@ -5,10 +5,10 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { bwrapAvailable } from '../../resolvers/providers/local-isolation';
-import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
+import { type RunningSandbox, runningSandboxes } from './fixtures/running-sandboxes';
 
 // The probe is committed to the sandbox's repository: a sandbox sees nothing of the product's
 // checkout (test/ included), only its workspace.
@@ -23,11 +23,7 @@ interface ProbeResult {
   hasOwnToken: boolean;
 }
 
-interface Box {
-  id: string;
-  dir: string;
-  sessionId: string;
-}
+type Box = RunningSandbox;
 
 describe('an isolated LOCAL sandbox', () => {
   let t: TestApp;
@@ -40,25 +36,7 @@ describe('an isolated LOCAL sandbox', () => {
     t = await startTestApp({
       env: { SINGULACOMP_LOCAL_ENTRY: 'exec node ./sandbox-probe.ts', SINGULACOMP_LOCAL_ISOLATION: 'bwrap' },
     });
-    const project = await t.request(CreateProjectDocument, {
-      input: { name: 'iso', repositoryUrl: repo.url },
-    });
-    if (project.data?.createProject.__typename !== 'CreateProjectSuccess')
-      throw new Error(JSON.stringify(project));
-    const projectId = project.data.createProject.project.id;
-    for (const prompt of ['first', 'second']) {
-      const created = await t.request(CreateSessionDocument, { input: { projectId, prompt } });
-      if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
-        throw new Error(JSON.stringify(created));
-      const sessionId = created.data.createSession.session.sessionId;
-      await waitFor(async () => {
-        const r = await t.request(SessionDocument, { id: sessionId });
-        return r.data?.session?.status === 'RUNNING' ? true : null;
-      });
-      const row = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
-      const id = row.providerSandboxId!;
-      sandboxes.push({ id, dir: join(t.dataDir, 'sandboxes', id), sessionId });
-    }
+    sandboxes.push(...(await runningSandboxes(t, 'iso', repo.url)));
   });
   afterAll(async () => t?.stop());
 

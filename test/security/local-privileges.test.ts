@@ -20,10 +20,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { bwrapAvailable } from '../../resolvers/providers/local-isolation';
 import { localRunDir } from '../../resolvers/providers/local';
 import { pidsWithEnvironment } from '../../resolvers/providers/process-tree';
-import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
+import { type RunningSandbox, runningSandboxes } from './fixtures/running-sandboxes';
 
 // Runs inside the sandbox: every `<id>.sh` dropped into .probe is run with sh, its output and exit
 // status written to `<id>.out` (renamed into place whole).
@@ -44,11 +44,7 @@ done
 
 const APP_ROOT = resolve(new URL('../..', import.meta.url).pathname);
 
-interface Box {
-  id: string;
-  dir: string;
-  sessionId: string;
-}
+type Box = RunningSandbox;
 
 /** Fields of /proc/<pid>/status as the host sees them. */
 function hostStatus(pid: number): Record<string, string> {
@@ -83,24 +79,7 @@ describe('a LOCAL sandbox of a root server holds no host privileges', () => {
       dataDir,
       env: { SINGULACOMP_LOCAL_ENTRY: 'exec sh ./runner.sh', SINGULACOMP_LOCAL_ISOLATION: 'bwrap' },
     });
-    const project = await t.request(CreateProjectDocument, {
-      input: { name: 'privileges', repositoryUrl: repo.url },
-    });
-    if (project.data?.createProject.__typename !== 'CreateProjectSuccess')
-      throw new Error(JSON.stringify(project));
-    const projectId = project.data.createProject.project.id;
-    for (const prompt of ['first', 'second']) {
-      const created = await t.request(CreateSessionDocument, { input: { projectId, prompt } });
-      if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
-        throw new Error(JSON.stringify(created));
-      const sessionId = created.data.createSession.session.sessionId;
-      await waitFor(async () => {
-        const r = await t.request(SessionDocument, { id: sessionId });
-        return r.data?.session?.status === 'RUNNING' ? true : null;
-      });
-      const row = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
-      const id = row.providerSandboxId!;
-      const box = { id, dir: join(t.dataDir, 'sandboxes', id), sessionId };
+    for (const box of await runningSandboxes(t, 'privileges', repo.url)) {
       await waitFor(() => existsSync(join(box.dir, 'workspace', '.probe')), 30_000, 'the runner').catch(
         (error: Error) => {
           const log = join(box.dir, 'entry.log');
