@@ -41,6 +41,7 @@ import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from 
 import { type SessionRecord, createSessionRecord } from './sessions/record';
 import { type WorkspaceService, createWorkspaceService } from './sessions/workspace';
 import { type SandboxInfo, createSandboxInfo } from './sessions/sandbox-info';
+import { type NodeAccessFactory, createNodeAccess } from './auth/node-access';
 
 /** The settings the domain services take (server/env.ts maps the environment onto them). */
 export interface ServicesConfig {
@@ -137,7 +138,16 @@ export interface Services {
   record: SessionRecord;
   workspace: WorkspaceService;
   sandboxInfo: SandboxInfo;
+  /** The read checks of Node types for one request (owners looked up once per request). */
+  nodeAccess: NodeAccessFactory;
 }
+
+/**
+ * What GraphQL resolvers in schema/ get: every service but the database. They call services, which
+ * hold the reads and the rules; the prisma plugin's own queries (relations, node loads) take the
+ * client from the builder's wiring, not from resolvers.
+ */
+export type SchemaServices = Omit<Services, 'db' | 'database'>;
 
 export interface ServicesOptions {
   database: Database;
@@ -381,6 +391,7 @@ export function createServices(options: ServicesOptions): Services {
     events,
     logger: options.logger,
     encryptionKey: options.keys.encryption,
+    now: options.now,
   });
   const triggers = createTriggerService({
     db,
@@ -464,5 +475,6 @@ export function createServices(options: ServicesOptions): Services {
     record,
     workspace,
     sandboxInfo,
+    nodeAccess: (principal) => createNodeAccess(db, principal),
   };
 }

@@ -2,8 +2,7 @@
 // addMember, removeMember and createInvitation (account admins), acceptInvitation (a new user, with
 // the invitation's token). Rules live in resolvers/accounts/.
 import { sessionLimit } from '../resolvers/accounts/limits';
-import { type Principal, describePrincipal, onBehalfOf } from '../resolvers/auth/principal';
-import { authorize, reachOf } from '../resolvers/auth/policy';
+import { type Principal, describePrincipal } from '../resolvers/auth/principal';
 import { INVITATION_DEFAULT_HOURS, INVITATION_MAX_HOURS } from '../resolvers/accounts/members';
 import type { Account, Invitation, User } from '../prisma/generated/client/client';
 import { builder, successType } from './builder';
@@ -85,16 +84,11 @@ builder.prismaObject('ServiceAccount', {
     id: t.exposeID('id'),
     name: t.exposeString('name'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    activeTokenCount: t.int({
+    activeTokenCount: t.relationCount('tokens', {
       description: 'Tokens of this service account that are neither revoked nor expired.',
-      resolve: (sa, _args, ctx) =>
-        ctx.services.db.token.count({
-          where: {
-            serviceAccountId: sa.id,
-            revokedAt: null,
-            OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }],
-          },
-        }),
+      // Counted in the query that reads the service accounts (one for a whole list), under the token
+      // service's rule and clock.
+      where: (_args, ctx) => ctx.services.tokens.activeWhere(),
     }),
   }),
 });
@@ -109,16 +103,12 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
     scopes: t.stringList({ resolve: (p) => describePrincipal(p).scopes }),
     account: t.prismaField({
       type: 'Account',
-      resolve: (query, p, _args, ctx) =>
-        ctx.services.db.account.findUniqueOrThrow({ ...query, where: { id: p.accountId } }),
+      resolve: (query, p, _args, ctx) => ctx.services.accounts.ofViewer(p, query),
     }),
     user: t.prismaField({
       type: 'User',
       nullable: true,
-      resolve: (query, p, _args, ctx) =>
-        onBehalfOf(p) === null
-          ? null
-          : ctx.services.db.user.findUnique({ ...query, where: { id: onBehalfOf(p)! } }),
+      resolve: (query, p, _args, ctx) => ctx.services.accounts.viewerUser(p, query),
     }),
     sessionId: t.string({
       nullable: true,
@@ -132,16 +122,7 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
         defaultSize: 20,
         maxSize: 100,
         description: "The account's projects, newest first (a sandbox token sees its own project).",
-        resolve: (query, p, _args, ctx) => {
-          // A sandbox token sees its own project; others need projects:read.
-          const reach = reachOf(p);
-          if (reach.kind === 'account') authorize(p, 'api.scope', { scope: 'projects:read' });
-          return ctx.services.db.project.findMany({
-            ...query,
-            where: { accountId: p.accountId, ...(reach.kind === 'session' ? { id: reach.projectId } : {}) },
-            orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-          });
-        },
+        resolve: (query, p, _args, ctx) => ctx.services.projects.listForViewer(p, query),
       },
       { name: 'ProjectConnection' },
       { name: 'ProjectEdge' },
@@ -157,11 +138,7 @@ const Viewer = builder.objectRef<Principal>('Viewer').implement({
           'Personal tokens of this user; for admins, every user and service-account token of the account. Needs tokens:read.',
         args: { includeRevoked: t.arg.boolean({ required: false }) },
         resolve: (query, p, args, ctx) =>
-          ctx.services.db.token.findMany({
-            ...query,
-            where: ctx.services.tokens.visibleTokensWhere(p, args.includeRevoked ?? false),
-            orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-          }),
+          ctx.services.tokens.listVisible(p, args.includeRevoked ?? false, query),
       },
       { name: 'TokenConnection' },
       { name: 'TokenEdge' },

@@ -12,7 +12,7 @@ import { badUserInput, forbidden, unauthenticated } from '../resolvers/errors';
 import { isUuid } from '../resolvers/ids';
 import type { Principal, Scope } from '../resolvers/auth/principal';
 import { can } from '../resolvers/auth/policy';
-import type { Services } from '../resolvers/services';
+import type { SchemaServices, Services } from '../resolvers/services';
 import ReadAuthPlugin from './read-auth';
 
 // The relay plugin resolves every `globalID` field (each Node's `id`) through an async function: one
@@ -50,9 +50,22 @@ export interface ConnectionHandle {
 
 export interface Context {
   principal: Principal | null;
-  services: Services;
+  /**
+   * Every service but the database: a resolver here calls a service, which holds the read and its
+   * rules, and never queries on its own (test/core/layout.test.ts guards it).
+   */
+  services: SchemaServices;
   /** The WebSocket connection a subscription runs on (absent over HTTP and in-process execution). */
   connection?: ConnectionHandle;
+}
+
+/**
+ * The context the server builds (server/context.ts): the schema's, with the whole Services behind it.
+ * Only the prisma plugin's wiring below reads it, for the plugin's own queries (relations,
+ * connections, node loads).
+ */
+export interface ServerContext extends Context {
+  services: Services;
 }
 
 /** A refused read: FORBIDDEN for a caller we know, UNAUTHENTICATED for one we do not. */
@@ -103,7 +116,7 @@ export const builder = new SchemaBuilder<{
     refused: (ctx, typeName) => refusal(ctx, `Not authorized to read fields for ${typeName}`),
   },
   prisma: {
-    client: (ctx) => ctx.services.db,
+    client: (ctx) => (ctx as ServerContext).services.db,
     dmmf: getDatamodel(),
     exposeDescriptions: false,
     filterConnectionTotalCount: true,

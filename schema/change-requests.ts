@@ -153,7 +153,7 @@ builder.subscriptionField('changeRequestUpdated', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = tryParseId(String(args.id), 'ChangeRequest');
       if (!id) throw badUserInput('Not a valid ChangeRequest id.', ['id']);
-      const cr = await ctx.services.db.changeRequest.findUnique({ where: { id } });
+      const cr = await ctx.services.changeRequests.find(id);
       if (!cr) throw badUserInput('No change request with that id.', ['id']);
       canRead(ctx.principal, cr);
       return follow(ctx, 'changeRequestUpdated', id, parseAfter(args.after), (principal, payload) =>
@@ -161,10 +161,7 @@ builder.subscriptionField('changeRequestUpdated', (t) =>
       );
     },
     resolve: async (query, event: Envelope<'changeRequestUpdated'>, _args, ctx) => {
-      const cr = await ctx.services.db.changeRequest.findUniqueOrThrow({
-        ...query,
-        where: { id: event.key },
-      });
+      const cr = await ctx.services.changeRequests.get(event.key, query);
       canRead(ctx.principal, cr);
       return Object.assign(cr, { status: event.payload.status as never });
     },

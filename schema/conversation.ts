@@ -252,7 +252,7 @@ builder.subscriptionField('sessionEvents', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.sessionId, 'Session', 'sessionId');
       const after = parseAfter(args.after);
-      const session = await ctx.services.db.session.findUnique({ where: { id } });
+      const session = await ctx.services.sessions.find(id);
       if (!session) throw badUserInput('No session with that id.', ['sessionId']);
       assertCanReadSession(ctx.principal!, session);
       const check = (principal: Principal, payload: { sessionId: string; accountId: string }) =>

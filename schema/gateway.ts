@@ -81,7 +81,7 @@ export const ShareLinkRef = builder.prismaNode('ShareLink', {
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     active: t.boolean({
-      resolve: (link) => !link.revokedAt && link.expiresAt.getTime() > Date.now(),
+      resolve: (link, _args, ctx) => ctx.services.access.shareLinkActive(link),
     }),
   }),
 });

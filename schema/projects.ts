@@ -116,7 +116,7 @@ builder.queryField('project', (t) =>
     resolve: async (query, _root, args, ctx) => {
       const id = tryParseId(String(args.id), 'Project');
       if (!id) throw badUserInput('Not a valid Project id.', ['id']);
-      return ctx.services.db.project.findUnique({ ...query, where: { id } });
+      return ctx.services.projects.find(id, query);
     },
   }),
 );

@@ -66,12 +66,7 @@ export const SandboxRef = builder.prismaNode('Sandbox', {
     latestTelemetry: t.prismaField({
       type: 'TelemetrySample',
       nullable: true,
-      resolve: (query, sandbox, _args, ctx) =>
-        ctx.services.db.telemetrySample.findFirst({
-          ...query,
-          where: { sandboxId: sandbox.id },
-          orderBy: [{ at: 'desc' }, { id: 'desc' }],
-        }),
+      resolve: (query, sandbox, _args, ctx) => ctx.services.telemetry.latest(sandbox.id, query),
     }),
     telemetry: t.relatedConnection(
       'telemetry',
@@ -110,7 +105,7 @@ builder.queryField('sandbox', (t) =>
     resolve: (query, _root, args, ctx) => {
       const id = tryParseId(String(args.id), 'Sandbox');
       if (!id) throw badUserInput('Not a valid Sandbox id.', ['id']);
-      return ctx.services.db.sandbox.findUnique({ ...query, where: { id } });
+      return ctx.services.sandboxInfo.find(id, query);
     },
   }),
 );

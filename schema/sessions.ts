@@ -153,7 +153,7 @@ builder.queryField('session', (t) =>
     resolve: (query, _root, args, ctx) => {
       const id = tryParseId(String(args.id), 'Session');
       if (!id) throw badUserInput('Not a valid Session id: pass the global id or the session UUID.', ['id']);
-      return ctx.services.db.session.findUnique({ ...query, where: { id } });
+      return ctx.services.sessions.find(id, query);
     },
   }),
 );

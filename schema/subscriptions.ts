@@ -118,13 +118,13 @@ builder.subscriptionField('sessionUpdated', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.id, 'Session', 'id');
       const after = parseAfter(args.after);
-      const session = await ctx.services.db.session.findUnique({ where: { id } });
+      const session = await ctx.services.sessions.find(id);
       if (!session) throw badUserInput('No session with that id.', ['id']);
       assertCanReadSession(ctx.principal!, session);
       return follow(ctx, 'sessionUpdated', id, after, sessionCheck);
     },
     resolve: async (query, event: Envelope<'sessionUpdated'>, _args, ctx) => {
-      const session = await ctx.services.db.session.findUniqueOrThrow({ ...query, where: { id: event.key } });
+      const session = await ctx.services.sessions.get(event.key, query);
       assertCanReadSession(ctx.principal!, session);
       // The state at the time of the event (replayed events show what happened, not what is).
       return Object.assign(asOfEvent(session, event.payload), { seq: event.seq });
@@ -146,10 +146,7 @@ builder.subscriptionField('accountSessions', (t) =>
       return follow(ctx, 'accountSessions', principal.accountId, parseAfter(args.after), sessionCheck);
     },
     resolve: async (query, event: Envelope<'accountSessions'>, _args, ctx) => {
-      const session = await ctx.services.db.session.findUniqueOrThrow({
-        ...query,
-        where: { id: event.payload.sessionId },
-      });
+      const session = await ctx.services.sessions.get(event.payload.sessionId, query);
       assertCanReadSession(ctx.principal!, session);
       return Object.assign(asOfEvent(session, event.payload), {
         ...(event.payload.sessionSeq !== undefined ? { seq: event.payload.sessionSeq } : {}),
@@ -166,13 +163,13 @@ builder.subscriptionField('sandboxUpdated', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.id, 'Sandbox', 'id');
       const after = parseAfter(args.after);
-      const sandbox = await ctx.services.db.sandbox.findUnique({ where: { id } });
+      const sandbox = await ctx.services.sandboxInfo.find(id);
       if (!sandbox) throw badUserInput('No sandbox with that id.', ['id']);
       canReadSandbox(ctx.principal, sandbox);
       return follow(ctx, 'sandboxUpdated', id, after, sandboxCheck);
     },
     resolve: async (query, event: Envelope<'sandboxUpdated'>, _args, ctx) => {
-      const sandbox = await ctx.services.db.sandbox.findUniqueOrThrow({ ...query, where: { id: event.key } });
+      const sandbox = await ctx.services.sandboxInfo.get(event.key, query);
       canReadSandbox(ctx.principal, sandbox);
       return Object.assign(sandbox, { status: event.payload.status as never });
     },
@@ -204,7 +201,7 @@ builder.subscriptionField('telemetry', (t) =>
           at: new Date(sample.at),
         } satisfies Prisma.TelemetrySampleGetPayload<object>;
       }
-      return ctx.services.db.telemetrySample.findUniqueOrThrow({ ...query, where: { id: BigInt(sampleId) } });
+      return ctx.services.telemetry.sample(BigInt(sampleId), query);
     },
   }),
 );
@@ -217,13 +214,13 @@ builder.subscriptionField('reloadProgress', (t) =>
     subscribe: async (_root, args, ctx) => {
       const id = requireId(args.reloadId, 'Reload', 'reloadId');
       const after = parseAfter(args.after);
-      const reload = await ctx.services.db.reload.findUnique({ where: { id }, include: { session: true } });
+      const reload = await ctx.services.reloads.findWithSession(id);
       if (!reload) throw badUserInput('No reload with that id.', ['reloadId']);
       assertCanReadSession(ctx.principal!, reload.session);
       return follow(ctx, 'reloadProgress', id, after, sessionCheck);
     },
     resolve: async (query, event: Envelope<'reloadProgress'>, _args, ctx) => {
-      const reload = await ctx.services.db.reload.findUniqueOrThrow({ ...query, where: { id: event.key } });
+      const reload = await ctx.services.reloads.get(event.key, query);
       assertCanReadSession(ctx.principal!, {
         id: event.payload.sessionId,
         accountId: event.payload.accountId,

@@ -155,6 +155,8 @@ function freshPothosCaches(contextValue: unknown): void {
 /** What every subscription handle of one server shares. */
 interface HandleShared {
   logger: Logger;
+  /** Token expiry on the services' clock (the one `authenticate` checks against). */
+  tokens: Pick<Services['tokens'], 'expired'>;
   maxBufferedEvents: number;
 }
 
@@ -177,7 +179,7 @@ class SubscriptionHandle implements ConnectionHandle {
   }
 
   assertValid(): void {
-    if (!expired(this.principal)) return;
+    if (!this.shared.tokens.expired(this.principal)) return;
     this.socket.close(CLOSE_CODES.unauthorized, 'Token expired');
     throw new GraphQLError('Token expired.', { extensions: { code: 'UNAUTHENTICATED' } });
   }
@@ -191,9 +193,6 @@ class SubscriptionHandle implements ConnectionHandle {
     this.socket.close(CLOSE_CODES.slowConsumer, `Slow consumer: resubscribe with after: ${lastSeq}`);
   }
 }
-
-const expired = (principal: Principal) =>
-  principal.expiresAt !== null && principal.expiresAt.getTime() <= Date.now();
 
 export function createRealtimeServer(deps: {
   wss: WebSocketServer;
@@ -214,7 +213,8 @@ export function createRealtimeServer(deps: {
   const maxBufferedEvents = opts.maxBufferedEvents ?? 1_000;
   const byToken = new Map<string, Set<Tracked>>();
   const subscriptions = new Map<string, number>();
-  const handleShared: HandleShared = { logger, maxBufferedEvents };
+  const handleShared: HandleShared = { logger, maxBufferedEvents, tokens: services.tokens };
+  const expired = (principal: Principal) => services.tokens.expired(principal);
   let rootValue: { execute: unknown } = { execute: undefined };
   /** The result with its errors masked as yoga masks them; the same object when it has none. */
   const masked = (result: ExecutionResult): ExecutionResult =>
@@ -256,11 +256,7 @@ export function createRealtimeServer(deps: {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       try {
-        const rows = await services.db.token.findMany({
-          where: { id: { in: chunk } },
-          select: { id: true, revokedAt: true },
-        });
-        const live = new Set(rows.filter((r) => r.revokedAt === null).map((r) => r.id));
+        const live = await services.tokens.unrevoked(chunk);
         for (const id of chunk) if (!live.has(id)) closeToken(id, CLOSE_CODES.revoked, 'Token revoked');
       } catch (error) {
         logger.warn({ err: error }, 'token revalidation failed');
@@ -309,8 +305,9 @@ export function createRealtimeServer(deps: {
         }
         if (socket.readyState !== socket.OPEN) return false;
         const tracked: Tracked = { socket, principal, expiry: null };
-        if (principal.expiresAt) {
-          const ms = Math.min(principal.expiresAt.getTime() - Date.now(), 2_147_483_647);
+        const untilExpiry = services.tokens.msUntilExpiry(principal);
+        if (untilExpiry !== null) {
+          const ms = Math.min(untilExpiry, 2_147_483_647);
           tracked.expiry = setTimeout(() => socket.close(CLOSE_CODES.unauthorized, 'Token expired'), ms);
           tracked.expiry.unref();
         }

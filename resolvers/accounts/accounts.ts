@@ -5,8 +5,7 @@ import { LIVE_SESSION_STATUSES } from './limits';
 import type { Db } from '../platform';
 import { assertAccountAdmin } from '../auth/authz';
 import { ValidationError, isUniqueViolation } from '../errors';
-import { SCOPES } from '../auth/principal';
-import type { Principal } from '../auth/principal';
+import { type Principal, SCOPES, onBehalfOf } from '../auth/principal';
 import { newPersonalAccessToken } from '../auth/tokens';
 
 export type AccountService = ReturnType<typeof createAccountService>;
@@ -17,6 +16,17 @@ export function createAccountService(options: { db: Db }) {
     /** Sessions that count against the account's concurrent-session limit. */
     liveSessionCount(accountId: string): Promise<number> {
       return db.session.count({ where: { accountId, status: { in: [...LIVE_SESSION_STATUSES] } } });
+    },
+
+    /** viewer.account: the caller's own account (`query`: the GraphQL selection). */
+    ofViewer<Q extends object>(principal: Principal, query?: Q) {
+      return db.account.findUniqueOrThrow({ ...(query ?? {}), where: { id: principal.accountId } });
+    },
+
+    /** viewer.user: the user the caller acts for; null for a service account without one. */
+    async viewerUser<Q extends object>(principal: Principal, query?: Q) {
+      const userId = onBehalfOf(principal);
+      return userId === null ? null : db.user.findUnique({ ...(query ?? {}), where: { id: userId } });
     },
 
     async update(

@@ -103,12 +103,18 @@ export function joinedProjects(rows: readonly object[]): { id: string; accountId
 
 const perRequest = new WeakMap<object, NodeAccess>();
 
+/** Makes the read checks of one request (services.nodeAccess: the database stays in the service). */
+export type NodeAccessFactory = (principal: Principal) => NodeAccess;
+
 /** The NodeAccess of one request context (GraphQL contexts are per operation). */
-export function nodeAccessOf(ctx: { principal: Principal | null; services: { db: Db } }): NodeAccess | null {
+export function nodeAccessOf(ctx: {
+  principal: Principal | null;
+  services: { nodeAccess: NodeAccessFactory };
+}): NodeAccess | null {
   if (!ctx.principal) return null;
   let access = perRequest.get(ctx);
   if (!access) {
-    access = createNodeAccess(ctx.services.db, ctx.principal);
+    access = ctx.services.nodeAccess(ctx.principal);
     perRequest.set(ctx, access);
   }
   return access;

@@ -280,6 +280,46 @@ export function createTokenService(options: TokenServiceOptions) {
       };
     },
 
+    /** viewer.tokens: the tokens `principal` may list, newest first (`query`: the GraphQL selection). */
+    listVisible<Q extends object>(principal: Principal, includeRevoked: boolean, query?: Q) {
+      return db.token.findMany({
+        ...(query ?? {}),
+        where: this.visibleTokensWhere(principal, includeRevoked),
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+    },
+
+    /**
+     * The tokens that still authenticate now, as a filter: neither revoked nor past `expiresAt` on
+     * this service's clock (`authenticate` refuses the others). ServiceAccount.activeTokenCount counts
+     * a service account's tokens under it.
+     */
+    activeWhere() {
+      return {
+        revokedAt: null,
+        OR: [{ expiresAt: null }, { expiresAt: { gt: new Date(now()) } }],
+      } satisfies Prisma.TokenWhereInput;
+    },
+
+    /** Those of `tokenIds` that exist and are not revoked (a connection's safety net for lost revocations). */
+    async unrevoked(tokenIds: readonly string[]): Promise<Set<string>> {
+      const rows = await db.token.findMany({
+        where: { id: { in: [...tokenIds] }, revokedAt: null },
+        select: { id: true },
+      });
+      return new Set(rows.map((row) => row.id));
+    },
+
+    /** True once `principal`'s token is past its expiry on this service's clock. */
+    expired(principal: Principal): boolean {
+      return principal.expiresAt !== null && principal.expiresAt.getTime() <= now();
+    },
+
+    /** Milliseconds until `principal`'s token expires on this service's clock (null: it never does). */
+    msUntilExpiry(principal: Principal): number | null {
+      return principal.expiresAt === null ? null : principal.expiresAt.getTime() - now();
+    },
+
     async revoke(tokenId: string): Promise<void> {
       await db.token.updateMany({
         where: { id: tokenId, revokedAt: null },

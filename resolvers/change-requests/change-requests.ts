@@ -50,6 +50,8 @@ export interface ChangeRequestServiceOptions {
    * @default SingulaComp <merge@singulacomp.invalid>
    */
   committer?: { name: string; email: string };
+  /** The clock of mergedAt and closedAt. @default Date.now */
+  now?: () => number;
 }
 
 interface Comparison {
@@ -68,6 +70,7 @@ export type ChangeRequestService = ReturnType<typeof createChangeRequestService>
 
 export function createChangeRequestService(options: ChangeRequestServiceOptions) {
   const { db, git, events } = options;
+  const now = options.now ?? Date.now;
   const log = options.logger.child({ module: 'change-requests' });
   const committer = options.committer ?? { name: 'SingulaComp', email: 'merge@singulacomp.invalid' };
   const identity = { 'user.name': committer.name, 'user.email': committer.email };
@@ -256,7 +259,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
         status: 'MERGED',
         mergeMethod: input.method,
         mergeCommit: newCommit,
-        mergedAt: new Date(),
+        mergedAt: new Date(now()),
       },
     });
     log.info({ changeRequestId: cr.id, method: input.method, commit: newCommit }, 'change request merged');
@@ -265,6 +268,16 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
 
   return {
     load,
+
+    /** The change request by id or null, no read check (`query`: the GraphQL selection). */
+    find<Q extends object>(id: string, query?: Q) {
+      return db.changeRequest.findUnique({ ...(query ?? {}), where: { id } });
+    },
+
+    /** As `find`, for a change request known to exist (an event's): throws when it is gone. */
+    get<Q extends object>(id: string, query?: Q) {
+      return db.changeRequest.findUniqueOrThrow({ ...(query ?? {}), where: { id } });
+    },
 
     /** openChangeRequest: the session's own sandbox token, or users with sessions:write. */
     async open(
@@ -350,7 +363,7 @@ export function createChangeRequestService(options: ChangeRequestServiceOptions)
       }
       const { count } = await db.changeRequest.updateMany({
         where: { id: cr.id, status: 'OPEN' },
-        data: { status: 'CLOSED', closedAt: new Date() },
+        data: { status: 'CLOSED', closedAt: new Date(now()) },
       });
       if (count === 0) {
         throw new ConflictError(`This change request is ${cr.status}; only an OPEN one can be closed.`, [

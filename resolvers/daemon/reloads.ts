@@ -62,6 +62,16 @@ export function createReloadService(options: ReloadServiceOptions) {
   }
 
   return {
+    /** The reload by id with its session, or null; no read check (callers check the session). */
+    findWithSession(id: string) {
+      return db.reload.findUnique({ where: { id }, include: { session: true } });
+    },
+
+    /** The reload by id (`query`: the GraphQL selection), for an event's reload: throws when gone. */
+    get<Q extends object>(id: string, query?: Q) {
+      return db.reload.findUniqueOrThrow({ ...(query ?? {}), where: { id } });
+    },
+
     /**
      * reloadSession: users and service accounts with sessions:write on a RUNNING session, and a
      * sandbox token on its own session (the agent's `singulacomp sessions reload`, R-CLI-1).

@@ -317,6 +317,20 @@ export function createTelemetryService(options: TelemetryServiceOptions) {
       return readOwner('', id);
     },
 
+    /** Sandbox.latestTelemetry: the sandbox's newest sample or null (`query`: the GraphQL selection). */
+    latest<Q extends object>(sandboxId: string, query?: Q) {
+      return db.telemetrySample.findFirst({
+        ...(query ?? {}),
+        where: { sandboxId },
+        orderBy: [{ at: 'desc' }, { id: 'desc' }],
+      });
+    },
+
+    /** One sample by id, for an event that did not carry it; throws when it is gone. */
+    sample<Q extends object>(id: bigint, query?: Q) {
+      return db.telemetrySample.findUniqueOrThrow({ ...(query ?? {}), where: { id } });
+    },
+
     /** Deletes samples older than the retention age (run by one process: the reaper's tick). */
     async pruneExpired(): Promise<number> {
       return db.$executeRaw`DELETE FROM "TelemetrySample" WHERE "at" < ${new Date(now() - maxAgeMs)}`;

@@ -122,6 +122,15 @@ export function createAccessService(options: AccessServiceOptions) {
     return principal;
   }
 
+  /** Whether a share link opens now: revoked wins over expired; expired at its `expiresAt` instant. */
+  function shareLinkState(link: {
+    revokedAt: Date | null;
+    expiresAt: Date;
+  }): 'ACTIVE' | 'REVOKED' | 'EXPIRED' {
+    if (link.revokedAt) return 'REVOKED';
+    return link.expiresAt.getTime() <= now() ? 'EXPIRED' : 'ACTIVE';
+  }
+
   /** Throws the policy's refusal as the proxies answer it. */
   function permit(decision: Decision): void {
     if (!decision.allowed) throw new AccessError(decision.status, decision.message);
@@ -416,8 +425,9 @@ export function createAccessService(options: AccessServiceOptions) {
         include: { sandbox: true },
       });
       if (!link || link.id !== input.linkId) throw new AccessError(404, 'No such share link.');
-      if (link.revokedAt) throw new AccessError(410, 'This share link was revoked.');
-      if (link.expiresAt.getTime() <= now()) throw new AccessError(410, 'This share link expired.');
+      const state = shareLinkState(link);
+      if (state === 'REVOKED') throw new AccessError(410, 'This share link was revoked.');
+      if (state === 'EXPIRED') throw new AccessError(410, 'This share link expired.');
       permit(
         decide({ kind: 'SHARE_LINK', linkId: link.id, mode: link.mode }, 'share.open', {
           linkId: input.linkId,
@@ -436,6 +446,14 @@ export function createAccessService(options: AccessServiceOptions) {
         linkId: link.id,
         expiresAt: link.expiresAt,
       };
+    },
+
+    /**
+     * ShareLink.active: the link still opens (not revoked, not expired on this service's clock), the
+     * same test `share` makes before it lets a request through.
+     */
+    shareLinkActive(link: { revokedAt: Date | null; expiresAt: Date }): boolean {
+      return shareLinkState(link) === 'ACTIVE';
     },
 
     /** The share link an old `/v1/share/<secret>/` URL named, on its own origin; null when unknown. */

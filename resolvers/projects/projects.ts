@@ -17,7 +17,7 @@ import type { GitService, RepoRef } from '../git/git';
 import { LIVE_SESSION_STATUSES } from '../accounts/limits';
 import { parseId } from '../ids';
 import type { Principal } from '../auth/principal';
-import { reachOf } from '../auth/policy';
+import { authorize, reachOf } from '../auth/policy';
 import { requireNoNul, requireRefName, requireText } from '../validate';
 import { type ManifestAtCommit, readManifestAt, writeTemplates } from './manifest-read';
 import { reservedSecretName } from './secret-names';
@@ -182,6 +182,28 @@ export function createProjectService(options: {
 
   return {
     load,
+
+    /** Query.project: the row by id or null; its read check is the Project node's (schema readAuth). */
+    find<Q extends object>(id: string, query?: Q) {
+      return db.project.findUnique({ ...(query ?? {}), where: { id } });
+    },
+
+    /**
+     * viewer.projects: the account's projects, newest first; a sandbox token sees its own project,
+     * any other caller needs projects:read. `query` is the GraphQL selection (cursor and page included).
+     */
+    listForViewer<Q extends object>(principal: Principal, query?: Q) {
+      const reach = reachOf(principal);
+      if (reach.kind === 'account') authorize(principal, 'api.scope', { scope: 'projects:read' });
+      return db.project.findMany({
+        ...(query ?? {}),
+        where: {
+          accountId: principal.accountId,
+          ...(reach.kind === 'session' ? { id: reach.projectId } : {}),
+        },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+    },
 
     /**
      * Creates a project with its manifest already read: the repository must be readable and its

@@ -273,6 +273,16 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
   return {
     loadSessionFor,
 
+    /** The session by id or null, no read check (`query`: the GraphQL selection); callers check. */
+    find<Q extends object>(id: string, query?: Q) {
+      return db.session.findUnique({ ...(query ?? {}), where: { id } });
+    },
+
+    /** As `find`, for a session known to exist (an event's): throws when it is gone. */
+    get<Q extends object>(id: string, query?: Q) {
+      return db.session.findUniqueOrThrow({ ...(query ?? {}), where: { id } });
+    },
+
     /**
      * The principal's account's sessions, newest first; `query` is the Prisma selection the GraphQL
      * connection needs. The account filter is the tenancy rule of every session list. A selection of

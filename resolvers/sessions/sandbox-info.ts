@@ -49,6 +49,16 @@ export function createSandboxInfo(options: SandboxInfoOptions) {
   }
 
   return {
+    /** The sandbox by id or null, no read check (`query`: the GraphQL selection); callers check. */
+    find<Q extends object>(id: string, query?: Q) {
+      return db.sandbox.findUnique({ ...(query ?? {}), where: { id } });
+    },
+
+    /** As `find`, for a sandbox known to exist (an event's): throws when it is gone. */
+    get<Q extends object>(id: string, query?: Q) {
+      return db.sandbox.findUniqueOrThrow({ ...(query ?? {}), where: { id } });
+    },
+
     /** Sandbox.logTail: the provider's live log while it has one, else the copy kept at the end. */
     async tail(
       sandbox: { id: string; provider: ProviderName; providerSandboxId: string | null },

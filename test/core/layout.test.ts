@@ -17,7 +17,9 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, expectTypeOf, it } from 'vitest';
+import type { Context } from '../../schema/builder';
+import type { SchemaServices, Services } from '../../resolvers/services';
 
 const biome = createRequire(import.meta.url).resolve('@biomejs/biome/bin/biome');
 const scratch = mkdtempSync(join(tmpdir(), 'sc-layout-'));
@@ -47,6 +49,37 @@ function sourceFiles(dirs: readonly string[]): Array<{ path: string; source: str
         return { path, source: readFileSync(join(root, path), 'utf8') };
       }),
   );
+}
+
+/**
+ * What a database call in schema/ looks like: the client (`db`, services.database) however reached, a
+ * Prisma delegate's query method, raw SQL or a transaction, a client of its own.
+ */
+const DB_ACCESS = [
+  /\bdb\b/,
+  /\.database\b/,
+  /\.(?:findUnique|findUniqueOrThrow|findFirst|findFirstOrThrow|findMany|createMany|updateMany|deleteMany|upsert|aggregate|groupBy)\(/,
+  /\$(?:queryRaw|executeRaw|queryRawUnsafe|executeRawUnsafe|transaction)\b/,
+  /\bPrismaClient\b/,
+];
+
+/** The one line of schema/ that may name the client: the prisma plugin's own wiring. */
+const PLUGIN_CLIENT = {
+  path: 'schema/builder.ts',
+  line: 'client: (ctx) => (ctx as ServerContext).services.db,',
+};
+
+/** `path:line: text` for every line of schema/ that reaches the database itself. */
+function schemaDbCalls(files: ReadonlyArray<{ path: string; source: string }>): string[] {
+  const found: string[] = [];
+  for (const file of files) {
+    file.source.split('\n').forEach((line, index) => {
+      const text = line.trim();
+      if (normalize(file.path) === PLUGIN_CLIENT.path && text === PLUGIN_CLIENT.line) return;
+      if (DB_ACCESS.some((pattern) => pattern.test(text))) found.push(`${file.path}:${index + 1}: ${text}`);
+    });
+  }
+  return found;
 }
 
 /**
@@ -241,5 +274,34 @@ describe('one authorisation policy (R-POL-1)', () => {
     const policy = sourceFiles(['resolvers/auth']).find((f) => f.path === 'resolvers/auth/policy.ts')!;
     expect(BYPASS.some((pattern) => pattern.test(policy.source))).toBe(true);
     expect(policyBypasses([policy])).toEqual([]);
+  });
+});
+
+describe('schema/ calls services, never the database (issue 43)', () => {
+  it("the schema context's services leave the database out", () => {
+    // Compile-time: `npm run typecheck` fails here when Context['services'] gains db or database.
+    expectTypeOf<Context['services']>().toEqualTypeOf<SchemaServices>();
+    expectTypeOf<SchemaServices>().not.toHaveProperty('db');
+    expectTypeOf<SchemaServices>().not.toHaveProperty('database');
+    expectTypeOf<Services>().toHaveProperty('db');
+  });
+
+  it('no line of schema/ reaches the database but the prisma plugin wiring', () => {
+    const files = sourceFiles(['schema']);
+    expect(files.find((f) => f.path === PLUGIN_CLIENT.path)?.source).toContain(PLUGIN_CLIENT.line);
+    expect(schemaDbCalls(files)).toEqual([]);
+  });
+
+  it.each([
+    ['schema/x.ts', 'return ctx.services.db.session.findUnique({ where: { id } });'],
+    ['schema/x.ts', 'const { db } = ctx.services as Services; return db.token.count();'],
+    ['schema/sessions.ts', 'return prisma.session.findMany({ where: { accountId } });'],
+    ['schema/x.ts', 'return client.$queryRaw`SELECT 1`;'],
+    ['schema/x.ts', 'const raw = ctx.services.database.raw;'],
+    ['schema/x.ts', 'const client = new PrismaClient();'],
+    ['schema/builder.ts', 'return (ctx as ServerContext).services.db.user.count();'],
+  ])('a call planted at %s (`%s`) fails the guard', (path, line) => {
+    const planted = [...sourceFiles(['schema']), { path, source: `export function f() {\n  ${line}\n}\n` }];
+    expect(schemaDbCalls(planted)).toEqual([`${path}:2: ${line}`]);
   });
 });
