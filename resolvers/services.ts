@@ -1,5 +1,6 @@
 // The domain services one server process runs, wired together. Schema resolvers reach everything
-// through `ctx.services`; nothing here knows about HTTP or GraphQL transports.
+// but the database through `ctx.services` (SchemaServices); nothing here knows about HTTP or GraphQL
+// transports.
 import type { Database, Db, FindManySql } from './platform';
 import type { Logger } from './platform';
 import type { PubSub } from './events/channels';

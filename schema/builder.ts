@@ -1,4 +1,5 @@
-// The Pothos builder: generics, plugins, scalars and root types. Domain types live in their own files.
+// The Pothos builder: generics, plugins, scalars and root types. Domain types live in their own files;
+// their resolvers call services (Context.services has no database) and never query themselves.
 import SchemaBuilder, { RootFieldBuilder, completeValue } from '@pothos/core';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import PrismaPlugin from '@pothos/plugin-prisma';

@@ -3,6 +3,8 @@
 // file at that path in a scratch copy of the layout with the project's biome.json, so the tree is
 // never written to. Biome sees cycles between files only; the domain folders of resolvers/ must not
 // form one either (checked here on the imports of the tree), and none of their files exceeds 700 lines.
+// schema/ calls services and never the database: its context type leaves the client out, and no
+// line there but the prisma plugin's wiring names it.
 import { spawnSync } from 'node:child_process';
 import {
   copyFileSync,
