@@ -17,15 +17,26 @@ import {
 } from '../generated/graphql';
 import { openSocket, watch } from '../realtime/helpers';
 import { type TestApp, startTestApp } from '../support/app';
+import { type TestClock, createTestClock } from '../support/clock';
 import { type TestRepo, createTestRepo, git } from '../support/git';
 
 const run = promisify(execFile);
+
+/** How far the server's clock runs ahead of the wall clock here: mergedAt and closedAt come from it. */
+const CLOCK_AHEAD_MS = 3_600_000;
 
 describe('change requests', () => {
   let t: TestApp;
   let repo: TestRepo;
   let projectId: string;
   let scratch: string;
+  let clock: TestClock;
+
+  /** The row of a change request by its global id. */
+  const row = (id: string) =>
+    t.app.services.db.changeRequest.findUniqueOrThrow({
+      where: { id: Buffer.from(id, 'base64').toString().split(':')[1]! },
+    });
 
   // Asynchronous: the server runs in this process, and a blocked event loop makes it drop
   // keep-alive connections the client is about to reuse.
@@ -71,7 +82,9 @@ describe('change requests', () => {
   }
 
   beforeAll(async () => {
-    t = await startTestApp();
+    clock = createTestClock();
+    clock.advance(CLOCK_AHEAD_MS);
+    t = await startTestApp({ now: clock.now });
     repo = createTestRepo({ 'README.md': '# cr\n', 'shared.txt': 'line one\nline two\n' });
     scratch = mkdtempSync(join(tmpdir(), 'sc-cr-'));
     git(scratch, 'init', '-q');
@@ -119,6 +132,10 @@ describe('change requests', () => {
       changeRequest: { status: 'MERGED', mergeMethod: 'FAST_FORWARD', mergeCommit: head },
     });
     expect(repo.head()).toBe(head);
+    // Stamped on the server's clock (an hour ahead here), not the wall clock.
+    const mergedAt = (await row(cr.id)).mergedAt!.getTime();
+    expect(mergedAt).toBeGreaterThan(Date.now() + CLOCK_AHEAD_MS / 2);
+    expect(mergedAt).toBeLessThanOrEqual(clock.now());
   });
 
   test('MERGE creates a merge commit of base and head on the default branch upstream', async () => {
@@ -193,6 +210,9 @@ describe('change requests', () => {
     try {
       const closed = await t.request(CloseChangeRequestDocument, { input: { changeRequestId: cr.id } });
       expect(closed.data?.closeChangeRequest).toMatchObject({ changeRequest: { status: 'CLOSED' } });
+      const closedAt = (await row(cr.id)).closedAt!.getTime();
+      expect(closedAt).toBeGreaterThan(Date.now() + CLOCK_AHEAD_MS / 2);
+      expect(closedAt).toBeLessThanOrEqual(clock.now());
       const [event] = await updates.waitForEvents(1);
       expect(event?.data.changeRequestUpdated).toMatchObject({ id: cr.id, status: 'CLOSED' });
     } finally {
