@@ -48,6 +48,9 @@ function readFileSyncSafe(path: string): string | undefined {
   }
 }
 
+const TLS_REFUSAL =
+  /^(ERR_SSL_.*ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_REQUIRED|CERTIFICATE_UNKNOWN|ACCESS_DENIED|HANDSHAKE_FAILURE|DECRYPT_ERROR)|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_[A-Z_]+|ERR_TLS_CERT_ALTNAME_INVALID)$/;
+
 /** dockerode/docker-modem failures as the error table's input (status and message). */
 export function asHttpError(error: unknown): unknown {
   if (error instanceof ProviderHttpError || error instanceof ProviderBuildError) return error;
@@ -60,6 +63,10 @@ export function asHttpError(error: unknown): unknown {
   if (typeof e?.statusCode === 'number') {
     const detail = e.json?.message ?? e.message ?? `HTTP ${e.statusCode}`;
     return new ProviderHttpError(e.statusCode, detail);
+  }
+  // A tcp host's TLS: the engine refused our client certificate, or ours does not trust its own.
+  if (e?.code && TLS_REFUSAL.test(e.code)) {
+    return new ProviderHttpError(401, `Docker Engine refused the TLS handshake: ${e.message ?? e.code}`);
   }
   if (e?.code && /^(ECONNREFUSED|ENOENT|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH)$/.test(e.code)) {
     return new ProviderHttpError(503, `Docker Engine unreachable: ${e.message ?? e.code}`);

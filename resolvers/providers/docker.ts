@@ -15,7 +15,13 @@ import {
   SERVICE_PORT,
   taggedSandbox,
 } from './common';
-import { ProviderBuildError, ProviderNotFoundError, type RetryOptions, withProviderRetry } from './errors';
+import {
+  ProviderBuildError,
+  ProviderNotFoundError,
+  ProviderSnapshotUnusableError,
+  type RetryOptions,
+  withProviderRetry,
+} from './errors';
 import { BRIDGE_SCRIPT, type HostBridges, openHostBridges, SANDBOX_RUN_DIR } from './local-isolation';
 import {
   dockerClient,
@@ -55,6 +61,8 @@ export const SANDBOX_HOME = '/home/sandbox';
 /** uid:gid the sandbox runs as; owns the workspace and home directories on the host. */
 export const DEFAULT_SANDBOX_USER = { uid: 1000, gid: 1000 };
 const GiB = 1024 ** 3;
+/** Build failures from the engine's storage changing under a build, not from the Dockerfile. */
+const STORAGE_RACE = /layer not known|image not known/i;
 
 export interface Ulimit {
   Name: string;
@@ -145,9 +153,14 @@ export class DockerProvider implements SandboxProvider {
           throw asHttpError(error);
         }
       },
-      errorContext('DOCKER', operation, 'DOCKER_HOST'),
+      errorContext('DOCKER', operation, this.credentialsVar),
       this.options.retry,
     );
+  }
+
+  /** What a refused connection names: a tcp host's TLS client certificate, or the host itself. */
+  private get credentialsVar(): string {
+    return this.options.tls ? 'DOCKER_CERT_PATH' : 'DOCKER_HOST';
   }
 
   private podman: Promise<boolean> | null = null;
@@ -230,8 +243,28 @@ export class DockerProvider implements SandboxProvider {
     }
   }
 
-  /** Runs one build; resolves with the builder's output, rejects with its message. */
+  /**
+   * Runs a build; resolves with the builder's output, rejects with its message. A build that met
+   * the engine's storage changing under it (Podman: "layer not known" while another client removed
+   * an image its cache lookup was reading) is run once more from a fresh context.
+   */
   private async build(
+    context: () => Readable | Promise<Readable>,
+    tag: string,
+    labels: Record<string, string>,
+    dockerfile: string,
+    onLog?: (line: string) => void,
+  ): Promise<string> {
+    try {
+      return await this.buildOnce(await context(), tag, labels, dockerfile, onLog);
+    } catch (error) {
+      if (!(error instanceof ProviderBuildError) || !STORAGE_RACE.test(error.message)) throw error;
+      onLog?.("the engine's storage changed during the build; building again");
+      return this.buildOnce(await context(), tag, labels, dockerfile, onLog);
+    }
+  }
+
+  private async buildOnce(
     context: Readable,
     tag: string,
     labels: Record<string, string>,
@@ -306,10 +339,11 @@ export class DockerProvider implements SandboxProvider {
       ...(this.packageFloor ? [] : [`COPY tools/ ${RUNTIME_PREFIX}/bin/`]),
       '',
     ].join('\n');
-    const context = packTar([
-      { path: 'Dockerfile', mode: 0o644, data: Buffer.from(dockerfile) },
-      ...files.map((f) => ({ path: f.path, mode: f.mode, source: f.source })),
-    ]);
+    const context = () =>
+      packTar([
+        { path: 'Dockerfile', mode: 0o644, data: Buffer.from(dockerfile) },
+        ...files.map((f) => ({ path: f.path, mode: f.mode, source: f.source })),
+      ]);
     await this.build(
       context,
       tag,
@@ -332,9 +366,8 @@ export class DockerProvider implements SandboxProvider {
     }
     await this.ensureRuntimeImage(request.onLog);
     const dockerfilePath = '.singulacomp/Dockerfile';
-    const context = await contextTar(request.context, [
-      { path: dockerfilePath, data: Buffer.from(request.dockerfile) },
-    ]);
+    const context = () =>
+      contextTar(request.context, [{ path: dockerfilePath, data: Buffer.from(request.dockerfile) }]);
     await this.build(
       context,
       tag,
@@ -416,6 +449,16 @@ export class DockerProvider implements SandboxProvider {
       throw new ProviderBuildError(
         'DOCKER needs an image: the template names no Dockerfile or image and there is no default',
         errorContext('DOCKER', 'create', 'DOCKER_HOST'),
+      );
+    }
+    // An image pruned or removed since it was recorded: provisioning rebuilds it (an engine would
+    // otherwise try to pull it from a registry, or answer a bare 404 like a missing container).
+    if ((await this.call('create', () => this.imageLabels(image))) === null) {
+      throw new ProviderSnapshotUnusableError(
+        errorContext('DOCKER', 'create', this.credentialsVar),
+        image,
+        'missing',
+        'the engine has no such image',
       );
     }
     const dir = this.sandboxDir(request.sandboxId);

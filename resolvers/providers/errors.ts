@@ -75,9 +75,11 @@ export class ProviderAuthError extends ProviderError {
   readonly envVar: string;
   constructor(context: ProviderErrorContext, detail: string, options?: { cause?: unknown }) {
     const envVar = context.apiKeyEnvVar ?? API_KEY_ENV_VARS[context.provider];
+    // A Docker Engine's credentials are the TLS client certificate of a tcp DOCKER_HOST.
+    const what = context.provider === 'DOCKER' ? ['credentials', 'valid ones'] : ['API key', 'a valid key'];
     super(
-      `${context.provider} rejected the API key during ${context.operation}: ${detail}. ` +
-        `Set a valid key in ${envVar} and restart the server.`,
+      `${context.provider} rejected the ${what[0]} during ${context.operation}: ${detail}. ` +
+        `Set ${what[1]} in ${envVar} and restart the server.`,
       context,
       options,
     );
