@@ -319,14 +319,10 @@ export function sandboxDir(prefix: string): { path: string; remove(): void } {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Writes a stand-in daemon (answers `GET /singulacomp/health` on SINGULACOMP_SERVICE_PORT with its
- * session id, pid and environment names) and returns the entry command that starts it.
+ * The stand-in daemon (an ES module): answers `GET /singulacomp/health` on SINGULACOMP_SERVICE_PORT
+ * with its session id, pid and environment, and exits on SIGTERM.
  */
-export function fakeDaemonCommand(dir: string): string {
-  const file = join(dir, 'fake-daemon.mjs');
-  writeFileSync(
-    file,
-    `import { createServer } from 'node:http';
+export const FAKE_DAEMON_SOURCE = `import { createServer } from 'node:http';
 const port = Number(process.env.SINGULACOMP_SERVICE_PORT);
 createServer((req, res) => {
   if (req.url !== '/singulacomp/health') { res.writeHead(404).end(); return; }
@@ -339,8 +335,12 @@ createServer((req, res) => {
   }));
 }).listen(port, '127.0.0.1');
 process.on('SIGTERM', () => process.exit(0));
-`,
-  );
+`;
+
+/** Writes the stand-in daemon into `dir` and returns the entry command that starts it. */
+export function fakeDaemonCommand(dir: string): string {
+  const file = join(dir, 'fake-daemon.mjs');
+  writeFileSync(file, FAKE_DAEMON_SOURCE);
   return `${JSON.stringify(process.execPath)} ${JSON.stringify(file)}`;
 }
 

@@ -9,7 +9,9 @@
 // - `emulatorChecks(suite, profile)`: what needs the emulator's insides (its request log, injected
 //   faults, held transitions, the sandboxes it holds).
 // `conformance(suite, profile)` runs both against an emulator. An adapter without an emulator (a
-// local runtime) can call `contractChecks` with a target of its own.
+// local runtime) calls `contractChecks` with a target of its own: DOCKER runs it against a real
+// engine (test/docker/conformance.test.ts), its profile supplying the base image its Dockerfiles
+// start FROM, the credentials its engine refuses and where its previews are served.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +25,12 @@ import {
   type RetryOptions,
 } from '../../resolvers/providers/errors';
 import { fitSpecToProvider } from '../../resolvers/providers/limits';
-import type { CreateSandboxRequest, HardwareSpec, SandboxProvider } from '../../resolvers/providers/types';
+import type {
+  CreateSandboxRequest,
+  HardwareSpec,
+  ProviderSandbox,
+  SandboxProvider,
+} from '../../resolvers/providers/types';
 import type { EmulatorBase } from '../emulators/base';
 import { fakeDaemonCommand, healthStatus, waitForHealth } from '../emulators/harness';
 import { sandboxRequest } from '../emulators/request';
@@ -141,16 +148,41 @@ export function itCreatesNothingWhileCreateIsDown(
 export interface ContractTarget {
   readonly provider: Adapter;
   /** A further adapter of the same provider with another API key (closed by the check). */
-  make(overrides: { apiKey: string }): Adapter;
+  make?(overrides: { apiKey: string }): Adapter;
   /** A create request with fresh ids. */
   request(): CreateSandboxRequest;
 }
 
+/**
+ * Credentials the provider refuses, for a provider whose credentials are not an API key (a Docker
+ * Engine's are the TLS client certificate of a tcp DOCKER_HOST): what they are, the adapter holding
+ * them (closed by the check) and the variable the ProviderAuthError names.
+ */
+export interface RefusedCredentials {
+  what: string;
+  envVar: string;
+  make(): Adapter;
+}
+
 /** What the contract checks know about one provider. */
 export interface ContractProfile {
-  apiKey: { envVar: string; wrong: string };
+  /** A wrong API key, passed to `make` (cloud providers). */
+  apiKey?: { envVar: string; wrong: string };
+  /** Instead of `apiKey`: how the provider's own kind of credentials is refused. */
+  refusedCredentials?: RefusedCredentials;
+  /**
+   * The Dockerfile a check builds (it must build without a registry where none is reachable).
+   * @default `FROM ubuntu:24.04`, one RUN step
+   */
+  dockerfile?: string;
   /** Domain of `previewHost` (`<port>-<id>.<domain>`); unset: any domain. */
   previewDomain?: string;
+  /**
+   * The preview host a sandbox answers for a port, when the provider serves previews through the
+   * daemon's service address rather than a `<port>-<id>.<domain>` host (DOCKER: the loopback
+   * address the service URL points at). Unset: `<port>-<id>.<previewDomain>`.
+   */
+  expectedPreviewHost?: (sandbox: ProviderSandbox, port: number) => string;
   /** Our state right after stop() (Daytona/Platinum STOPPED, E2B HIBERNATED). */
   stoppedState: 'STOPPED' | 'HIBERNATED';
   /**
@@ -264,9 +296,11 @@ export function contractChecks(target: () => ContractTarget, profile: ContractPr
     });
 
     it('answers the preview host of a port', { timeout }, async () => {
-      const { providerSandboxId } = await create(target().request());
+      const sandbox = await create(target().request());
+      const { providerSandboxId } = sandbox;
       const host = await target().provider.previewHost(providerSandboxId, 3000);
-      if (profile.previewDomain) expect(host).toBe(`3000-${providerSandboxId}.${profile.previewDomain}`);
+      if (profile.expectedPreviewHost) expect(host).toBe(profile.expectedPreviewHost(sandbox, 3000));
+      else if (profile.previewDomain) expect(host).toBe(`3000-${providerSandboxId}.${profile.previewDomain}`);
       else expect(host.startsWith(`3000-${providerSandboxId}.`)).toBe(true);
     });
   });
@@ -300,7 +334,7 @@ export function contractChecks(target: () => ContractTarget, profile: ContractPr
       if (!buildSnapshot) return;
       const ref = await buildSnapshot({
         key: `limits-${Date.now().toString(36)}`,
-        dockerfile: SELF_CONTAINED_DOCKERFILE,
+        dockerfile: profile.dockerfile ?? SELF_CONTAINED_DOCKERFILE,
         spec: largest,
       });
       const sandbox = await create({ ...target().request(), spec, snapshotRef: ref });
@@ -319,14 +353,26 @@ export function contractChecks(target: () => ContractTarget, profile: ContractPr
       expect((error as ProviderSnapshotUnusableError).snapshotRef).toBe(profile.unknownSnapshotRef);
     });
 
-    it(`reports a rejected API key as ProviderAuthError naming ${profile.apiKey.envVar}`, {
-      timeout,
-    }, async () => {
-      const wrong = target().make({ apiKey: profile.apiKey.wrong });
+    const refused: RefusedCredentials | null =
+      profile.refusedCredentials ??
+      (profile.apiKey
+        ? {
+            what: 'a rejected API key',
+            envVar: profile.apiKey.envVar,
+            make: () => {
+              const t = target();
+              if (!t.make) throw new Error('a target with an apiKey profile makes further adapters');
+              return t.make({ apiKey: profile.apiKey?.wrong ?? '' });
+            },
+          }
+        : null);
+    if (!refused) throw new Error('a contract profile names apiKey or refusedCredentials');
+    it(`reports ${refused.what} as ProviderAuthError naming ${refused.envVar}`, { timeout }, async () => {
+      const wrong = refused.make();
       try {
         const error = await wrong.create(target().request()).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ProviderAuthError);
-        expect((error as Error).message).toContain(profile.apiKey.envVar);
+        expect((error as Error).message).toContain(refused.envVar);
       } finally {
         await wrong.close?.();
       }
