@@ -451,46 +451,61 @@ export class DockerProvider implements SandboxProvider {
         errorContext('DOCKER', 'create', 'DOCKER_HOST'),
       );
     }
-    // An image pruned or removed since it was recorded: provisioning rebuilds it (an engine would
-    // otherwise try to pull it from a registry, or answer a bare 404 like a missing container).
-    if ((await this.call('create', () => this.imageLabels(image))) === null) {
-      throw new ProviderSnapshotUnusableError(
-        errorContext('DOCKER', 'create', this.credentialsVar),
-        image,
-        'missing',
-        'the engine has no such image',
-      );
-    }
     const dir = this.sandboxDir(request.sandboxId);
     const workspace = join(dir, 'workspace');
     const home = join(dir, 'home');
-    await mkdir(home, { recursive: true });
     const apiPortInside = this.options.apiPort();
     const apiUrl = apiPortInside
       ? `http://127.0.0.1:${apiPortInside}`
       : (request.env.SINGULACOMP_API_URL ?? '');
-    if (this.options.clone) {
-      await rm(workspace, { recursive: true, force: true });
-      await this.options.clone(
-        { url: request.workspace.repositoryUrl, credential: request.workspace.credential ?? null },
-        request.workspace.branch,
+    // Three independent steps at once: the image check, the workspace and the host half of the
+    // network (the clone is the longest; the others would wait on it for nothing).
+    // An image pruned or removed since it was recorded: provisioning rebuilds it (an engine would
+    // otherwise try to pull it from a registry, or answer a bare 404 like a missing container).
+    const imageFound = this.call('create', () => this.imageLabels(image)).then((labels) => labels !== null);
+    const prepared = (async () => {
+      await mkdir(home, { recursive: true });
+      if (this.options.clone) {
+        await rm(workspace, { recursive: true, force: true });
+        await this.options.clone(
+          { url: request.workspace.repositoryUrl, credential: request.workspace.credential ?? null },
+          request.workspace.branch,
+          workspace,
+          {
+            originUrl: `${apiUrl}/v1/git/${request.projectId}.git`,
+            config: { [`credential.${apiUrl}.helper`]: '!singulacomp git-credential' },
+          },
+        );
+      } else {
+        await mkdir(workspace, { recursive: true });
+      }
+      await run('chown', [
+        '-R',
+        `${DEFAULT_SANDBOX_USER.uid}:${DEFAULT_SANDBOX_USER.gid}`,
         workspace,
-        {
-          originUrl: `${apiUrl}/v1/git/${request.projectId}.git`,
-          config: { [`credential.${apiUrl}.helper`]: '!singulacomp git-credential' },
-        },
-      );
-    } else {
-      await mkdir(workspace, { recursive: true });
+        home,
+      ]).catch(() => undefined);
+    })();
+    const bridged = (async () => {
+      const port = await freePort();
+      await this.openBridges(request.sandboxId, port, apiPortInside);
+      return port;
+    })();
+    const [found, ready, port] = await Promise.allSettled([imageFound, prepared, bridged]);
+    const failure =
+      found.status === 'fulfilled' && !found.value
+        ? new ProviderSnapshotUnusableError(
+            errorContext('DOCKER', 'create', this.credentialsVar),
+            image,
+            'missing',
+            'the engine has no such image',
+          )
+        : [found, ready, port].find((r) => r.status === 'rejected')?.reason;
+    if (failure !== undefined || port.status !== 'fulfilled') {
+      await this.discard(request.sandboxId, dir);
+      throw failure;
     }
-    await run('chown', [
-      '-R',
-      `${DEFAULT_SANDBOX_USER.uid}:${DEFAULT_SANDBOX_USER.gid}`,
-      workspace,
-      home,
-    ]).catch(() => undefined);
-    const servicePort = await freePort();
-    await this.openBridges(request.sandboxId, servicePort, apiPortInside);
+    const servicePort = port.value;
 
     const env: Record<string, string> = {
       ...this.options.env,
@@ -556,15 +571,20 @@ export class DockerProvider implements SandboxProvider {
         serviceUrl: `http://127.0.0.1:${servicePort}`,
       };
     } catch (error) {
-      await this.closeBridges(request.sandboxId);
       await this.docker
         .getContainer(this.containerName(request.sandboxId))
         .remove({ force: true, v: true })
         .catch(() => undefined);
-      await rm(this.runDir(request.sandboxId), { recursive: true, force: true });
-      await rm(dir, { recursive: true, force: true });
+      await this.discard(request.sandboxId, dir);
       throw error;
     }
+  }
+
+  /** Undoes a create's host side: the bridges, the run directory and the sandbox's directories. */
+  private async discard(sandboxId: string, dir: string): Promise<void> {
+    await this.closeBridges(sandboxId);
+    await rm(this.runDir(sandboxId), { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
   }
 
   private async inspect(operation: string, id: string): Promise<Docker.ContainerInspectInfo> {
