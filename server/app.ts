@@ -326,11 +326,15 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
         maxAliases: { n: 20 },
         maxTokens: { n: 4_000 },
         maxDirectives: { n: 20 },
+        // Fragments flattened, as for depth: a selection costs the same spelled inline or through
+        // a fragment spread (unflattened, each spread multiplies its fields by depthCostFactor, and
+        // the clients' shared fragments pushed their session and message lists past the limit).
         costLimit: {
           maxCost: 20_000,
           objectCost: 2,
           scalarCost: 1,
           depthCostFactor: 1.5,
+          flattenFragments: true,
           ignoreIntrospection: true,
         },
         blockFieldSuggestion: { enabled: env.nodeEnv === 'production' },
