@@ -6,7 +6,7 @@ import {
   type CliMessageFragment,
   CliSessionMessagesDocument,
   type CliSessionMessagesQuery,
-  type CliSessionFragment,
+  type SessionFieldsFragment,
   CliSessionUpdatedDocument,
 } from '../contract/generated/cli';
 import type { ApiClient } from './client';
@@ -23,8 +23,8 @@ const ENDED = new Set(['STOPPED', 'FAILED', 'COMPLETED']);
  */
 export async function waitForAgent(
   client: ApiClient,
-  session: CliSessionFragment,
-): Promise<CliSessionFragment> {
+  session: SessionFieldsFragment,
+): Promise<SessionFieldsFragment> {
   if (session.agentReady) return session;
   if (ENDED.has(session.status)) throw ended(session);
   let last = session;
@@ -36,7 +36,7 @@ export async function waitForAgent(
   return last;
 }
 
-function ended(session: CliSessionFragment): CliExit {
+function ended(session: SessionFieldsFragment): CliExit {
   return new CliExit(
     `Session ${session.sessionId} is ${session.status}${session.failureReason ? `: ${session.failureReason}` : ''}.`,
   );

@@ -20,7 +20,7 @@ import {
   CliStopSessionDocument,
   CliViewerDocument,
   type CliProjectsQuery,
-  type CliSessionFragment,
+  type SessionFieldsFragment,
 } from '../contract/generated/cli';
 
 type ProjectRow = CliProjectsQuery['viewer']['projects']['edges'][number]['node'];
@@ -244,7 +244,7 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
     .action(
       async (options: { project?: string; status?: 'PROVISIONING' | 'RUNNING' | 'STOPPED' | 'FAILED' }) => {
         const client = await api();
-        const rows: CliSessionFragment[] = [];
+        const rows: SessionFieldsFragment[] = [];
         let after: string | null | undefined = null;
         do {
           const page = (
@@ -254,7 +254,7 @@ export function buildProgram(io: Partial<ProgramIo> = {}): Command {
               after,
             })
           ).sessions as {
-            edges: Array<{ node: CliSessionFragment }>;
+            edges: Array<{ node: SessionFieldsFragment }>;
             pageInfo: { hasNextPage: boolean; endCursor?: string | null };
           };
           rows.push(...page.edges.map((edge) => edge.node));

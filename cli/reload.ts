@@ -3,7 +3,7 @@
 // finished phase otherwise. Resolves with the final reload; the caller exits non-zero on FAILED.
 import {
   CliReloadProgressDocument,
-  type CliReloadFragment,
+  type ReloadFieldsFragment,
   CliReloadSessionDocument,
 } from '../contract/generated/cli';
 import { type ApiClient, unwrap } from './client';
@@ -11,7 +11,7 @@ import { type ApiClient, unwrap } from './client';
 export interface ReloadView {
   /** A phase started (spinner text) or finished (a line). */
   phase(name: string, status: string, message: string | null): void;
-  done(reload: CliReloadFragment): void;
+  done(reload: ReloadFieldsFragment): void;
 }
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -66,14 +66,14 @@ export async function runReload(
   api: ApiClient,
   input: { sessionId: string; noRepo: boolean; force: boolean },
   view: ReloadView,
-): Promise<CliReloadFragment> {
+): Promise<ReloadFieldsFragment> {
   const started = unwrap(
     (await api.request(CliReloadSessionDocument, { input })).reloadSession,
     'ReloadSessionSuccess',
   ).reload;
   let shown = 0;
-  let last: CliReloadFragment = started;
-  const show = (reload: CliReloadFragment) => {
+  let last: ReloadFieldsFragment = started;
+  const show = (reload: ReloadFieldsFragment) => {
     for (const phase of reload.phases.slice(shown))
       view.phase(phase.name, phase.status, phase.message ?? null);
     shown = Math.max(shown, reload.phases.length);

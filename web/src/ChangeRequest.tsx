@@ -5,7 +5,7 @@ import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
 import {
-  type ChangeRequestViewFragment,
+  type ChangeRequestFieldsFragment,
   CloseChangeRequestDocument,
   MergeChangeRequestDocument,
   type MergeMethod,
@@ -33,7 +33,7 @@ export function ChangeRequestPanel({
   const [opening, open] = useMutation(OpenChangeRequestDocument);
   const [merging, merge] = useMutation(MergeChangeRequestDocument);
   const [closing, close] = useMutation(CloseChangeRequestDocument);
-  const [changed, setChanged] = useState<ChangeRequestViewFragment | null>(null);
+  const [changed, setChanged] = useState<ChangeRequestFieldsFragment | null>(null);
   const [title, setTitle] = useState('');
   const [description, setDescription] = useState('');
   const [method, setMethod] = useState<MergeMethod>('MERGE');
@@ -52,7 +52,7 @@ export function ChangeRequestPanel({
     setProblem(next);
     setConflicts([...paths]);
   };
-  const succeed = (cr: ChangeRequestViewFragment) => {
+  const succeed = (cr: ChangeRequestFieldsFragment) => {
     setProblem(null);
     setConflicts([]);
     setChanged(cr);
@@ -77,7 +77,7 @@ export function ChangeRequestPanel({
     } else if (payload) fail(problemFromPayload(payload));
   }
 
-  async function onMerge(cr: ChangeRequestViewFragment) {
+  async function onMerge(cr: ChangeRequestFieldsFragment) {
     const result = await merge({ input: { changeRequestId: cr.id, method } });
     if (result.error) return fail(problemFromError(result.error));
     const payload = result.data?.mergeChangeRequest;
@@ -90,7 +90,7 @@ export function ChangeRequestPanel({
     }
   }
 
-  async function onClose(cr: ChangeRequestViewFragment) {
+  async function onClose(cr: ChangeRequestFieldsFragment) {
     const result = await close({ input: { changeRequestId: cr.id } });
     if (result.error) return fail(problemFromError(result.error));
     const payload = result.data?.closeChangeRequest;
@@ -200,9 +200,9 @@ export function ChangeRequestPanel({
 }
 
 function newer(
-  a: ChangeRequestViewFragment | null,
-  b: ChangeRequestViewFragment | null,
-): ChangeRequestViewFragment | null {
+  a: ChangeRequestFieldsFragment | null,
+  b: ChangeRequestFieldsFragment | null,
+): ChangeRequestFieldsFragment | null {
   if (!a || !b) return a ?? b;
   if (a.id === b.id) return a.updatedAt >= b.updatedAt ? a : b;
   return a.createdAt >= b.createdAt ? a : b;

@@ -2,7 +2,7 @@
 // server's git mirror: it shows the same before and after the session stops.
 import { useQuery } from 'urql';
 import { Problem, problemFromError } from './errors';
-import { type FileChangeViewFragment, SessionChangesDocument } from './generated/graphql';
+import { type FileChangeFieldsFragment, SessionChangesDocument } from './generated/graphql';
 import { Diff } from './ToolCall';
 
 export function Changes({ sessionId }: { sessionId: string }) {
@@ -53,7 +53,7 @@ export function Changes({ sessionId }: { sessionId: string }) {
   );
 }
 
-function FileDiff({ file }: { file: FileChangeViewFragment }) {
+function FileDiff({ file }: { file: FileChangeFieldsFragment }) {
   const lines = file.patch ? patchBody(file.patch) : null;
   return (
     <details className="file-diff" open data-file={file.path} data-status={file.status}>

@@ -31,7 +31,7 @@ export interface FormErrors {
 
 const NO_ERRORS: FormErrors = { problem: null, field: null, manifest: [] };
 
-/** A project mutation's payload as ProjectFormErrors reads it (its success type has none of these). */
+/** A project mutation's payload as ErrorFields and ManifestProblems read it (its success type has none). */
 type FormPayload = {
   __typename: string;
   code?: string;

@@ -7,14 +7,14 @@ import { useOnConnected } from './api-context';
 import { type ApiProblem, Problem, problemFromError, problemFromPayload } from './errors';
 import {
   AbortTurnDocument,
-  type ReloadViewFragment,
+  type ReloadFieldsFragment,
   ReloadProgressDocument,
   ReloadSessionDocument,
   SendMessageDocument,
   type SessionEventsSubscription,
   SessionEventsDocument,
   type SessionHeaderFragment,
-  type PartViewFragment,
+  type PartFieldsFragment,
   SessionMessagesDocument,
   SessionPageDocument,
   SessionUpdatedDocument,
@@ -212,12 +212,12 @@ function Reloads({
   requests,
 }: {
   sessionId: string;
-  latest: ReloadViewFragment | null;
+  latest: ReloadFieldsFragment | null;
   canReload: boolean;
   /** A count: each increase asks for a reload (Sync Branch & Reload's turn ended). */
   requests: number;
 }) {
-  const [started, setStarted] = useState<ReloadViewFragment | null>(null);
+  const [started, setStarted] = useState<ReloadFieldsFragment | null>(null);
   const [reloading, reload] = useMutation(ReloadSessionDocument);
   const [problem, setProblem] = useState<ApiProblem | null>(null);
   const current = started ?? latest;
@@ -360,7 +360,7 @@ function Conversation({
   // state, in the order they first appeared.
   const streaming = useMemo(() => {
     const known = new Set(messages.map((m) => m.id));
-    const byMessage = new Map<string, { text: string; tools: Map<string, PartViewFragment> }>();
+    const byMessage = new Map<string, { text: string; tools: Map<string, PartFieldsFragment> }>();
     for (const ev of events.data ?? []) {
       if (!ev.messageId || known.has(ev.messageId)) continue;
       const entry = byMessage.get(ev.messageId) ?? { text: '', tools: new Map() };
@@ -497,7 +497,7 @@ function Conversation({
  * A stored message's parts in order: text as paragraphs, tool calls as blocks; reasoning and
  * bookkeeping parts (step-start, snapshot, …) stay out. A message without parts shows its text.
  */
-function Parts({ parts, text }: { parts: PartViewFragment[]; text: string }) {
+function Parts({ parts, text }: { parts: PartFieldsFragment[]; text: string }) {
   const shown = parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'tool');
   if (shown.length === 0) return text ? <p>{text}</p> : null;
   return (

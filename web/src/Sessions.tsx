@@ -12,7 +12,7 @@ import {
   AccountSessionsDocument,
   CreateSessionDocument,
   ProjectsDocument,
-  type SessionRowFragment,
+  type SessionFieldsFragment,
   type SessionStatus,
   SessionsDocument,
 } from './generated/graphql';
@@ -26,7 +26,7 @@ const PAGE_SIZE = 100;
 const ROW_HEIGHT_PX = 41;
 const COLUMNS = ['Branch', 'Status', 'Agent', 'Project', 'Template', 'Cost', 'Created'];
 
-function merge(into: Map<string, SessionRowFragment>, rows: readonly SessionRowFragment[]) {
+function merge(into: Map<string, SessionFieldsFragment>, rows: readonly SessionFieldsFragment[]) {
   for (const row of rows) {
     const known = into.get(row.id);
     if (!known || known.seq <= row.seq) into.set(row.id, row);
@@ -34,7 +34,7 @@ function merge(into: Map<string, SessionRowFragment>, rows: readonly SessionRowF
 }
 
 interface Pages {
-  rows: SessionRowFragment[];
+  rows: SessionFieldsFragment[];
   endCursor: string | null;
   hasNextPage: boolean;
   fetching: boolean;
@@ -87,7 +87,7 @@ function useSessionPages(status: SessionStatus | '') {
     const mine = ++generation.current;
     busy.current = true;
     const wanted = Math.max(current.current.rows.length, PAGE_SIZE);
-    const rows: SessionRowFragment[] = [];
+    const rows: SessionFieldsFragment[] = [];
     let after: string | null = null;
     setPages((p) => ({ ...p, fetching: true }));
     try {
@@ -150,14 +150,14 @@ export function Sessions() {
   const [live] = useSubscription(
     { query: AccountSessionsDocument },
     // The newest event of each session only: a tab left open for days stays as small as the list.
-    (latest: SessionRowFragment[] = [], data) => [
+    (latest: SessionFieldsFragment[] = [], data) => [
       ...latest.filter((s) => s.id !== data.accountSessions.id),
       data.accountSessions,
     ],
   );
 
   const rows = useMemo(() => {
-    const byId = new Map<string, SessionRowFragment>();
+    const byId = new Map<string, SessionFieldsFragment>();
     merge(byId, pages.rows);
     merge(byId, live.data ?? []);
     const needle = search.trim().toLowerCase();

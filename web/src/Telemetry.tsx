@@ -5,7 +5,11 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import type uPlot from 'uplot';
 import { useQuery, useSubscription } from 'urql';
 import { Problem, problemFromError } from './errors';
-import { type SampleFragment, SandboxTelemetryDocument, TelemetryDocument } from './generated/graphql';
+import {
+  type TelemetryFieldsFragment,
+  SandboxTelemetryDocument,
+  TelemetryDocument,
+} from './generated/graphql';
 
 const MIB = 1024 * 1024;
 const KEEP = 300;
@@ -18,10 +22,10 @@ export function Telemetry({ sandboxId }: { sandboxId: string }) {
   const [history] = useQuery({ query: SandboxTelemetryDocument, variables: { id: sandboxId } });
   const [live] = useSubscription(
     { query: TelemetryDocument, variables: { sandboxId } },
-    (all: SampleFragment[] = [], data) => [...all.slice(-KEEP), data.telemetry],
+    (all: TelemetryFieldsFragment[] = [], data) => [...all.slice(-KEEP), data.telemetry],
   );
   const samples = useMemo(() => {
-    const byTime = new Map<string, SampleFragment>();
+    const byTime = new Map<string, TelemetryFieldsFragment>();
     for (const edge of history.data?.sandbox?.telemetry.edges ?? []) byTime.set(edge.node.at, edge.node);
     for (const sample of live.data ?? []) byTime.set(sample.at, sample);
     return [...byTime.values()].sort((a, b) => a.at.localeCompare(b.at)).slice(-KEEP);
@@ -82,7 +86,7 @@ export function Telemetry({ sandboxId }: { sandboxId: string }) {
   );
 }
 
-function Chart({ samples }: { samples: SampleFragment[] }) {
+function Chart({ samples }: { samples: TelemetryFieldsFragment[] }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const [failed, setFailed] = useState<string | null>(null);

@@ -1,4 +1,4 @@
-import type { SessionRowFragment } from './generated/graphql';
+import type { SessionFieldsFragment } from './generated/graphql';
 
 export function StatusBadge({ status }: { status: string }) {
   return (
@@ -8,7 +8,7 @@ export function StatusBadge({ status }: { status: string }) {
   );
 }
 
-export function agentLabel(s: Pick<SessionRowFragment, 'agentReady' | 'runtimeState' | 'status'>): string {
+export function agentLabel(s: Pick<SessionFieldsFragment, 'agentReady' | 'runtimeState' | 'status'>): string {
   if (s.agentReady) return `ready (${(s.runtimeState ?? 'HEALTHY').toLowerCase()})`;
   if (s.status === 'RUNNING') return s.runtimeState ? s.runtimeState.toLowerCase() : 'starting';
   return '—';
