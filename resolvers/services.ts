@@ -347,7 +347,12 @@ export function createServices(options: ServicesOptions): Services {
     daemon,
     now: options.now,
   });
-  const llmGateway = createLlmGatewayService({ db, tokens, llm: options.config.llm, logger: options.logger });
+  const llmGateway = createLlmGatewayService({
+    sql: options.database.raw,
+    tokens,
+    llm: options.config.llm,
+    logger: options.logger,
+  });
   const record = createSessionRecord({
     db,
     sql: options.database.raw,

@@ -611,6 +611,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
       await realtime.close();
       wss.close();
       daemonProxy.close();
+      llmGateway.close();
       // Bounded: provisioning still running after the grace period resumes on another process
       // (or on this one after a restart) from its durable job.
       await services.stopBackground(env.shutdownGraceMs);

@@ -5,7 +5,7 @@
 import type { SandboxPrincipal } from '../auth/principal';
 import { can } from '../auth/policy';
 import type { TokenService } from '../auth/tokens';
-import type { Db, Logger } from '../platform';
+import type { Logger, RawSql } from '../platform';
 
 export interface LlmUpstream {
   baseUrl: string;
@@ -199,16 +199,25 @@ export function errorBody(format: LlmFormat, type: string, message: string): str
 }
 
 export interface LlmGatewayOptions {
-  db: Db;
+  /** One prepared upsert per request instead of Prisma's (about 4 ms of a completion's total). */
+  sql: RawSql;
   tokens: TokenService;
   llm: LlmConfig;
   logger: Logger;
 }
 
+const RECORD_USAGE = `INSERT INTO "LlmUsage" ("sessionId", "requests", "inputTokens", "outputTokens", "updatedAt")
+VALUES ($1::uuid, 1, $2::bigint, $3::bigint, CURRENT_TIMESTAMP)
+ON CONFLICT ("sessionId") DO UPDATE SET
+  "requests" = "LlmUsage"."requests" + 1,
+  "inputTokens" = "LlmUsage"."inputTokens" + EXCLUDED."inputTokens",
+  "outputTokens" = "LlmUsage"."outputTokens" + EXCLUDED."outputTokens",
+  "updatedAt" = CURRENT_TIMESTAMP`;
+
 export type LlmGatewayService = ReturnType<typeof createLlmGatewayService>;
 
 export function createLlmGatewayService(options: LlmGatewayOptions) {
-  const { db, tokens, llm } = options;
+  const { tokens, llm } = options;
   const log = options.logger.child({ module: 'llm-gateway' });
 
   return {
@@ -257,20 +266,11 @@ export function createLlmGatewayService(options: LlmGatewayOptions) {
     /** Adds one request's usage to its session's counters. Never throws into the response path. */
     async record(sessionId: string, usage: TokenUsage): Promise<void> {
       try {
-        await db.llmUsage.upsert({
-          where: { sessionId },
-          create: {
-            sessionId,
-            requests: 1,
-            inputTokens: BigInt(usage.inputTokens),
-            outputTokens: BigInt(usage.outputTokens),
-          },
-          update: {
-            requests: { increment: 1 },
-            inputTokens: { increment: BigInt(usage.inputTokens) },
-            outputTokens: { increment: BigInt(usage.outputTokens) },
-          },
-        });
+        await options.sql.query(
+          RECORD_USAGE,
+          [sessionId, String(usage.inputTokens), String(usage.outputTokens)],
+          { prepared: 'llm-usage-record' },
+        );
       } catch (error) {
         log.warn({ err: error, sessionId }, 'llm usage not recorded');
       }
