@@ -133,6 +133,8 @@ export function createTokenService(options: TokenServiceOptions) {
   const cache = new Map<string, CacheEntry>();
   const lastUsedWrites = new Map<string, number>();
   const revokedListeners = new Set<(tokenId: string) => void>();
+  /** Bumped by every forget(): caches built on authentication (the gateway's) compare it. */
+  let revocations = 0;
 
   function remember(key: string, principal: Principal): void {
     if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
@@ -177,8 +179,18 @@ export function createTokenService(options: TokenServiceOptions) {
       return () => revokedListeners.delete(listener);
     },
 
+    /**
+     * Changes whenever a token is revoked, here or on another server process (forget). A cache of
+     * anything a revoked token may have unlocked (a sandbox's daemon target) compares it on every
+     * hit, so a revocation empties it at once.
+     */
+    revocationEpoch(): number {
+      return revocations;
+    },
+
     /** Drops cached state for a token revoked here or on another server process. */
     forget(tokenId: string): void {
+      revocations++;
       for (const [key, entry] of cache) if (entry.principal.tokenId === tokenId) cache.delete(key);
     },
 
