@@ -277,15 +277,16 @@ export async function run(): Promise<BenchResult[]> {
     const received = (async () => {
       for (let n = 0; n < EVENTS; n++) await iterator.next();
     })();
+    // The same calls reportAgentEvents makes: one append and broadcast per batch.
     for (let i = 0; i < EVENTS; i += EVENT_BATCH) {
-      await Promise.all(
-        Array.from({ length: EVENT_BATCH }, (_, j) =>
-          pubsub.publish('sessionEvents', key, {
-            sessionId: key,
-            accountId: key,
-            event: { kind: 'TEXT_DELTA', opencodeSessionId: 'ses_bench', delta: `w${i + j} ` },
-          }),
-        ),
+      await pubsub.publishMany(
+        'sessionEvents',
+        key,
+        Array.from({ length: EVENT_BATCH }, (_, j) => ({
+          sessionId: key,
+          accountId: key,
+          event: { kind: 'TEXT_DELTA' as const, opencodeSessionId: 'ses_bench', delta: `w${i + j} ` },
+        })),
       );
     }
     await received;

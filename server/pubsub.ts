@@ -161,6 +161,25 @@ export function createPubSub(options: PubSubOptions): PubSub {
       await pubsub.broadcast({ topic, key, seq, payload } as Envelope);
       return seq;
     },
+    async publishMany(topic, key, payloads) {
+      if (payloads.length === 0) return [];
+      const seqs = await log.appendMany(topic, key, payloads);
+      const envelopes = payloads.map((payload, i) => ({ topic, key, seq: seqs[i]!, payload }) as Envelope);
+      // Local subscribers first, all of them, then the broker in order (one connection: in order).
+      for (const envelope of envelopes) dispatch(envelope);
+      const at = Date.now();
+      await Promise.all(
+        envelopes.map((envelope) =>
+          broker.publish({ ...envelope, at }).catch((error: unknown) => {
+            logger.warn(
+              { err: error, topic: envelope.topic, key: envelope.key, seq: envelope.seq },
+              'broadcast failed',
+            );
+          }),
+        ),
+      );
+      return seqs;
+    },
     async publishSession(payload) {
       const { seq, accountSeq } = await log.appendSession(payload);
       await pubsub.broadcast({ topic: 'sessionUpdated', key: payload.sessionId, seq, payload });

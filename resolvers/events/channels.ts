@@ -107,6 +107,15 @@ export interface PubSub {
   /** Logs and broadcasts an event; returns its seq (null when logging failed, e.g. no database). */
   publish<T extends Topic>(topic: T, key: string, payload: Channels[T]): Promise<number | null>;
   /**
+   * Logs events of one stream in one append, in this order, then broadcasts them; returns their
+   * seqs. A burst (an agent's batch of text deltas) costs one statement, not one per event.
+   */
+  publishMany<T extends StreamTopic>(
+    topic: T,
+    key: string,
+    payloads: readonly Channels[T][],
+  ): Promise<number[]>;
+  /**
    * Logs and broadcasts a session's sessionUpdated event and its accountSessions twin (whose
    * `sessionSeq` is the first's seq) in one append; returns the session event's seq (null when
    * logging failed).

@@ -11,6 +11,12 @@ export type { SqlClient };
 
 export interface EventLog {
   append<T extends StreamTopic>(topic: T, key: string, payload: Channels[T], tx?: SqlClient): Promise<number>;
+  /** Events of one stream appended together (grouped with other appends), in order; their seqs. */
+  appendMany<T extends StreamTopic>(
+    topic: T,
+    key: string,
+    payloads: readonly Channels[T][],
+  ): Promise<number[]>;
   /**
    * A session's event and its twin on the account's list, appended together (and grouped with other
    * appends): the twin's payload gets `sessionSeq`, the session event's seq. Returns both seqs.
@@ -214,6 +220,11 @@ export function createEventLog(database: Database): EventLog {
       const seq = rows[0]?.seq;
       if (typeof seq !== 'number') throw new Error(`event log append returned no seq for ${topic}`);
       return seq;
+    },
+    appendMany(topic, key, payloads) {
+      return enqueue(
+        payloads.map((payload) => ({ topic, key, payload: JSON.stringify(payload), stampsPrevious: false })),
+      );
     },
     async appendSession(payload) {
       const text = JSON.stringify(payload);

@@ -355,12 +355,12 @@ export function createConversationService(options: ConversationServiceOptions) {
       // queue in call order, so seqs follow OpenCode's order; the daemon sends its next batch only
       // after this answer.
       await options.record.ingest(sessionId, raw, url);
-      const seqs = await Promise.all(
-        mapped.map((event) =>
-          pubsub.publish('sessionEvents', sessionId, { sessionId, accountId: principal.accountId, event }),
-        ),
+      // One append for the whole batch: seqs in OpenCode's order, one statement per report.
+      await pubsub.publishMany(
+        'sessionEvents',
+        sessionId,
+        mapped.map((event) => ({ sessionId, accountId: principal.accountId, event })),
       );
-      if (seqs.some((seq) => seq === null)) throw new Error('agent events could not be logged');
       return { accepted: mapped.length };
     },
   };
