@@ -520,6 +520,7 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
     log: eventLog,
     logger,
     maskError,
+    compiler,
     options: options.realtime,
   });
   metrics.bind(

@@ -347,7 +347,7 @@ function fastPathsOf(on: readonly FastPath[]) {
   return {
     /** server/fast-paths/graphql-fast-path.ts: repeated POST /graphql answered from node:http. */
     http: on.includes('http'),
-    /** server/fast-paths/compiled-execution.ts: queries and mutations run on graphql-jit. */
+    /** server/fast-paths/compiled-execution.ts: queries, mutations and subscription events run on graphql-jit. */
     jit: on.includes('jit'),
     /** server/fast-paths/find-many-sql.ts: session pages read as one statement. */
     findManySql: on.includes('find-many-sql'),

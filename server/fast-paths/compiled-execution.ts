@@ -1,6 +1,7 @@
 // Queries and mutations run on graphql-jit: each document is compiled once into a function that
 // executes it (no per-request walk of the AST, per-field lookups or argument coercion from scratch)
-// and the compiled function is cached. Subscriptions stay on graphql-js's subscribe.
+// and the compiled function is cached. Subscriptions take their source stream from graphql-js's
+// subscribe and run each event compiled (server/realtime.ts).
 import {
   type DocumentNode,
   type ExecutionArgs,
