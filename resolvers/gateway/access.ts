@@ -254,8 +254,12 @@ export function createAccessService(options: AccessServiceOptions) {
     return session;
   }
 
+  // Every request asks (the router's matches, then the proxy): parse the API URL once per value.
+  let siteOf: { apiUrl: string; site: { protocol: string; host: string } } | null = null;
   function site() {
-    return previewSite(options.apiUrl(), options.previewDomain);
+    const apiUrl = options.apiUrl();
+    if (siteOf?.apiUrl !== apiUrl) siteOf = { apiUrl, site: previewSite(apiUrl, options.previewDomain) };
+    return siteOf.site;
   }
 
   /** Cookies of the preview site: partitioned under HTTPS or *.localhost, so the dashboard can frame it. */
