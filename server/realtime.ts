@@ -98,18 +98,44 @@ async function subscribeCompiled(
 ): Promise<ExecutionResult | AsyncIterableIterator<ExecutionResult>> {
   const source = await createSourceEventStream(args);
   if (!isAsyncIterable(source)) return source as ExecutionResult;
-  const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
-  const variables = args.variableValues ?? {};
-  const map = async (step: IteratorResult<unknown>): Promise<IteratorResult<ExecutionResult>> =>
-    step.done ? step : { done: false, value: await compiled.query(step.value, args.contextValue, variables) };
-  const stream: AsyncIterableIterator<ExecutionResult> = {
-    [Symbol.asyncIterator]: () => stream,
-    next: async () => map(await events.next()),
-    return: async () =>
-      events.return ? map(await events.return()) : { done: true, value: undefined as never },
-    throw: async (error: unknown) => (events.throw ? map(await events.throw(error)) : Promise.reject(error)),
-  };
-  return stream;
+  return new CompiledEvents(
+    (source as AsyncIterable<unknown>)[Symbol.asyncIterator](),
+    compiled,
+    args.contextValue,
+    args.variableValues ?? {},
+  );
+}
+
+/** A subscription's events run through its compiled query; methods on the prototype (idle cost). */
+class CompiledEvents implements AsyncIterableIterator<ExecutionResult> {
+  constructor(
+    private readonly events: AsyncIterator<unknown>,
+    private readonly compiled: CompiledQuery,
+    private readonly contextValue: unknown,
+    private readonly variables: { [name: string]: unknown },
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private async map(step: IteratorResult<unknown>): Promise<IteratorResult<ExecutionResult>> {
+    if (step.done) return step;
+    return { done: false, value: await this.compiled.query(step.value, this.contextValue, this.variables) };
+  }
+
+  async next(): Promise<IteratorResult<ExecutionResult>> {
+    return this.map(await this.events.next());
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    return this.events.return ? this.map(await this.events.return()) : { done: true, value: undefined };
+  }
+
+  async throw(error: unknown): Promise<IteratorResult<ExecutionResult>> {
+    if (!this.events.throw) throw error;
+    return this.map(await this.events.throw(error));
+  }
 }
 
 /** The root field of a subscription document's operation. */
