@@ -352,11 +352,20 @@ export function createTokenService(options: TokenServiceOptions) {
         where: { id: { in: tokens.map((t) => t.id) } },
         data: { revokedAt: new Date(now()) },
       });
-      for (const t of tokens) {
-        this.forget(t.id);
-        for (const listener of revokedListeners) listener(t.id);
+      const ids = tokens.map((t) => t.id);
+      this.announceRevoked(ids);
+      return ids;
+    },
+
+    /**
+     * Tells this process's caches and the other server processes (the revocation listeners) that
+     * these tokens are revoked. Idempotent: teardown says it again once the sandbox is STOPPING.
+     */
+    announceRevoked(tokenIds: readonly string[]): void {
+      for (const id of tokenIds) {
+        this.forget(id);
+        for (const listener of revokedListeners) listener(id);
       }
-      return tokens.map((t) => t.id);
     },
 
     /**

@@ -397,7 +397,7 @@ export function createProvisioner(options: ProvisionerOptions) {
   }
 
   async function teardown(sessionId: string, reason: StopReason): Promise<void> {
-    await tokens.revokeSessionTokens(sessionId);
+    const revokedTokens = await tokens.revokeSessionTokens(sessionId);
     await db.executionLease.updateMany({
       where: { sessionId, releasedAt: null },
       data: { releasedAt: new Date(now()) },
@@ -408,6 +408,9 @@ export function createProvisioner(options: ProvisionerOptions) {
     const unfinished = [...LIVE_SANDBOX, 'STOPPING', ...(sandbox?.providerSandboxId ? ['STOPPED'] : [])];
     if (!sandbox || !unfinished.includes(sandbox.status as SandboxState)) return;
     await setSandbox(sandbox.id, { status: 'STOPPING', stopReason: reason });
+    // The gateway keeps a running sandbox's row for a moment; a preview that read it between the
+    // revocation above and this update must not outlive it, here or on another process.
+    tokens.announceRevoked(revokedTokens);
     const provider = providers.get(sandbox.provider);
     let gone = false;
     if (sandbox.providerSandboxId) {
