@@ -1,7 +1,7 @@
 // A private PostgreSQL cluster for chaos tests (initdb + pg_ctl on a free port in a temporary
 // directory), so a test can stop and restart the database without touching anyone else's. Run as
 // the `postgres` user when the tests run as root (PostgreSQL refuses to run as root).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,18 @@ function run(bin: string, args: string[]): void {
   if (result.status !== 0) {
     throw new Error(`${bin} ${args.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
   }
+}
+
+/** run() without blocking this process: a test can probe the database while it starts. */
+function runAsync(bin: string, args: string[]): Promise<void> {
+  const asRoot = process.getuid?.() === 0;
+  const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  return new Promise((resolve, reject) => {
+    execFile(file, argv, { encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${bin} ${args.join(' ')} failed (${error.code}): ${stderr}${stdout}`));
+      else resolve();
+    });
+  });
 }
 
 async function waitReady(url: string, timeoutMs: number): Promise<void> {
@@ -75,7 +87,7 @@ export async function startPostgresProcess(): Promise<PostgresProcess> {
   ].join(' ');
   const pgCtl = join(bin, 'pg_ctl');
   const start = async () => {
-    run(pgCtl, ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+    await runAsync(pgCtl, ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
     await waitReady(url, 30_000);
   };
   await start();
