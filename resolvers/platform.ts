@@ -62,6 +62,12 @@ export interface Database {
    * out of connections; closed with the database.
    */
   jobSql: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } | null;
+  /**
+   * Advisory locks held for as long as this process lives (postgres; the embedded engine is one
+   * process, so its locks live in memory): PostgreSQL drops them the moment the process dies, so
+   * another process can tell a job's owner is gone without waiting out a heartbeat.
+   */
+  processLocks: ProcessLocks;
   /** The embedded engine (pglite): the job queue runs on this very instance. */
   pglite: PGlite | null;
   /**
@@ -71,6 +77,20 @@ export interface Database {
    * polls in the background, so they would blur a request's count).
    */
   stats: { statements: number; jobStatements: number; log: LoggedStatement[] | null };
+  close(): Promise<void>;
+}
+
+/** The first key of every process lock (pg_advisory_lock(int, int)); the second is hashtext(key). */
+export const PROCESS_LOCK_SPACE = 1_396_918_863;
+
+export interface ProcessLocks {
+  /** Takes each key (never waits: a key another process holds stays its). Counted: lock twice, unlock twice. */
+  lock(keys: string[]): Promise<void>;
+  unlock(keys: string[]): Promise<void>;
+  /** Runs fn unless another process runs fn for `key` now (then null). */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T | null>;
+  /** Whether other processes' locks are visible (postgres); false on the single-process embedded engine. */
+  shared: boolean;
   close(): Promise<void>;
 }
 

@@ -219,6 +219,7 @@ export function createServices(options: ServicesOptions): Services {
     database: options.database,
     logger: options.logger,
     heartbeatSeconds: options.config.jobs.heartbeatSeconds,
+    holdMs: options.config.jobs.provisioningResumeMs,
   });
   // The lifecycle and the provisioner call each other (provision on create, fail on error).
   let sessions: SessionLifecycle;
@@ -255,6 +256,16 @@ export function createServices(options: ServicesOptions): Services {
     refCacheMs: options.config.refCacheMs,
     now: options.now,
     provision: (id) => provisioner.start(id),
+    handoff: {
+      hold: (ids) => jobs.holdProvision(ids),
+      write: (db, ids) =>
+        jobs.writeProvision(
+          db,
+          ids.map((sessionId) => ({ sessionId })),
+        ),
+      drop: (ids) => jobs.dropProvision(ids),
+      release: (id) => jobs.releaseProvision(id),
+    },
     refreshManifest: (project, manifestCommit, commit) =>
       manifests.refreshIfStale(project, manifestCommit, commit),
     // Inline first (a stop answers once the sandbox is gone); a failed teardown becomes a job that

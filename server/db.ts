@@ -11,6 +11,7 @@ import { PrismaClient } from '../prisma/generated/client/client';
 import type { Database, RawSql } from '../resolvers/platform';
 import { currentRequestId } from './faults';
 import { statementNames } from './fast-paths/statement-names';
+import { createProcessLocks, inProcessLocks } from './process-locks';
 
 export type { Database, Db, RawSql } from '../resolvers/platform';
 
@@ -220,6 +221,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       async close() {},
     };
     const raw = countingRaw(uncounted, stats);
+    const processLocks = createProcessLocks(options.url, options.connectTimeoutMs ?? 10_000);
     return {
       prisma,
       raw,
@@ -232,8 +234,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           return jobPool.query(text, values);
         },
       },
+      processLocks,
       stats,
       async close() {
+        await processLocks.close();
         await prisma.$disconnect();
         await Promise.all([pool.end(), jobPool.end()]);
       },
@@ -252,6 +256,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     url: null,
     pglite: lite,
     jobSql: null,
+    processLocks: inProcessLocks(),
     stats,
     async close() {
       await prisma.$disconnect();

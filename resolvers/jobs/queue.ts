@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { type Job, PgBoss, fromPglite } from 'pg-boss';
 import { createKeyedBatcher } from '../batch';
 import type { PGlite } from '@electric-sql/pglite';
-import type { Database, Logger } from '../platform';
+import { type Database, type Logger, PROCESS_LOCK_SPACE } from '../platform';
 
 export const JOBS = {
   provision: 'session-provision',
@@ -61,6 +61,19 @@ export interface JobQueueOptions {
   pollingIntervalSeconds?: number;
   /** Jobs of one kind this process runs at once. @default 4 */
   concurrency?: number;
+  /**
+   * A provisioning job written with its session's admission waits for its creator to release it
+   * (once the branch is cut); if neither that nor its creator's death is seen, it starts after
+   * this long anyway. @default 30_000
+   */
+  holdMs?: number;
+  /** How often this process looks for jobs whose owning process is gone. @default 1_000 */
+  orphanCheckMs?: number;
+}
+
+/** What writes a job inside the caller's transaction (pg-boss's `db` option). */
+export interface JobSqlExecutor {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 export interface JobStatus {
@@ -73,6 +86,33 @@ export interface JobStatus {
 export type JobQueue = ReturnType<typeof createJobQueue>;
 
 const SCHEMA = 'pgboss';
+
+/** Queues whose jobs are taken over when their process dies (the reaper's tick is not retried). */
+const OWNED: JobName[] = ['session-provision', 'session-teardown'];
+
+/**
+ * Jobs owned by a process that is gone: running (active) ones, and provisioning jobs still held for
+ * a creator (data.held). Each process holds a lock per job it owns (server/process-locks.ts), and
+ * PostgreSQL drops those locks with the process. `shared` adds that test; without it (the embedded
+ * engine, one process) every such job is orphaned once the process restarts. A job just fetched is
+ * locked by its handler a moment later, hence the two seconds; right after PostgreSQL itself
+ * restarted nobody's locks are back yet, hence the ten.
+ */
+const orphansSql = (shared: boolean) => `SELECT j.id::text AS id, j.name, j.state::text AS state
+FROM ${SCHEMA}.job j
+WHERE j.name = ANY($1::text[])
+  AND ((j.state = 'active' AND j.started_on < now() - interval '2 seconds')
+    OR (j.state = 'created' AND j.data ? 'held'))${
+      shared
+        ? `
+  AND pg_postmaster_start_time() < now() - interval '10 seconds'
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.classid = ${PROCESS_LOCK_SPACE}::oid AND l.objid = hashtext(j.id::text)::oid)`
+        : ''
+    }`;
 
 /**
  * Creates pg-boss's schema (no queues) in an embedded database, as the first start() would. The
@@ -104,6 +144,12 @@ export function createJobQueue(options: JobQueueOptions) {
     registerInstance: false,
     persistWarnings: false,
     persistQueueStats: false,
+  };
+  const locks = database.processLocks;
+  /** A statement on the job queue's own connection (pool or the embedded engine). */
+  const jobSql = async <T>(text: string, values: unknown[]): Promise<T[]> => {
+    if (database.jobSql) return (await database.jobSql.executeSql(text, values)).rows as T[];
+    return (await database.pglite!.query<T>(text, values)).rows;
   };
   const boss =
     database.kind === 'pglite' && database.pglite
@@ -138,6 +184,54 @@ export function createJobQueue(options: JobQueueOptions) {
   let started = false;
   /** This process's workers, by queue, and whether each is running a job. */
   const workers = new Map<JobName, Array<{ id: string; busy: boolean }>>();
+  /** Provisioning jobs this process holds for sessions it is creating: job id by session id. */
+  const held = new Map<string, string>();
+  const wake = (name: JobName) => {
+    for (const worker of workers.get(name) ?? []) if (!worker.busy) boss.notifyWorker(worker.id);
+  };
+  /** Orphans seen by the last check: a job is taken over only when two checks in a row find it. */
+  let suspects = new Set<string>();
+  let orphanTimer: NodeJS.Timeout | null = null;
+  let checking: Promise<unknown> | null = null;
+
+  /**
+   * Takes over the jobs of processes that are gone: a running job is failed, so it is retried at
+   * once (its retry's backoff is skipped: nothing went wrong with the work), and a held
+   * provisioning job is released to run, cutting its session's branch if that is missing. One
+   * process at a time does it, so a job is never failed twice.
+   */
+  async function takeOverOrphans(confirmed: boolean): Promise<string[]> {
+    const taken = await locks.exclusive('job takeover', async () => {
+      const rows = await jobSql<{ id: string; name: JobName; state: string }>(orphansSql(locks.shared), [
+        OWNED,
+      ]);
+      const seen = suspects;
+      suspects = new Set(rows.map((r) => r.id));
+      const orphans = confirmed ? rows : rows.filter((r) => seen.has(r.id));
+      if (orphans.length === 0) return [];
+      const active = orphans.filter((r) => r.state === 'active');
+      for (const name of new Set(active.map((r) => r.name))) {
+        await boss.fail(
+          name,
+          active.filter((r) => r.name === name).map((r) => r.id),
+          { message: 'the process running this job stopped' },
+        );
+      }
+      const ids = orphans.map((r) => r.id);
+      await jobSql(
+        `UPDATE ${SCHEMA}.job SET start_after = now(), data = data - 'held'
+         WHERE id = ANY($1::uuid[]) AND (state = 'retry' OR (state = 'created' AND data ? 'held'))`,
+        [ids],
+      );
+      for (const name of new Set(orphans.map((r) => r.name))) wake(name);
+      log.warn(
+        { jobs: orphans.map((r) => ({ id: r.id, queue: r.name, state: r.state })) },
+        'took over the jobs of a stopped process',
+      );
+      return ids;
+    });
+    return taken ?? [];
+  }
 
   return {
     boss,
@@ -154,7 +248,91 @@ export function createJobQueue(options: JobQueueOptions) {
         // stately + singletonKey = session id: at most one queued and one running attempt per session.
         else await boss.createQueue(name, { ...options, policy });
       }
+      // The embedded engine has one process: whatever a previous run left running or held is
+      // orphaned, before this run's workers start.
+      if (!locks.shared) await takeOverOrphans(true);
+      else {
+        const check = () => {
+          checking ??= takeOverOrphans(false)
+            .catch((error: unknown) => log.warn({ err: error }, 'could not look for orphaned jobs'))
+            .finally(() => {
+              checking = null;
+            });
+        };
+        // The first look at once: a restarted process takes over its previous life's jobs one
+        // interval after it starts.
+        check();
+        orphanTimer = setInterval(check, options.orphanCheckMs ?? 1_000);
+        orphanTimer.unref();
+      }
       started = true;
+    },
+
+    /** One look for orphaned jobs now; `confirmed`: take over what it finds without a second look (tests). */
+    takeOverOrphans,
+
+    /**
+     * Reserves a provisioning job id for each session about to be admitted and marks it as this
+     * process's before anything is written: if the process dies from here on, the job it writes
+     * with the admission is released at once (not after `holdMs`).
+     */
+    async holdProvision(sessionIds: string[]): Promise<void> {
+      const jobIds = sessionIds.map(() => randomUUID());
+      await locks.lock(jobIds);
+      for (const [i, sessionId] of sessionIds.entries()) held.set(sessionId, jobIds[i]!);
+    },
+
+    /**
+     * Writes the held provisioning jobs of admitted sessions through the admission's own
+     * transaction (pg-boss's `db` option): a session is never admitted without its job. Each waits
+     * for releaseProvision (or its creator's death, or `holdMs`); data.cutBranch tells a job that
+     * runs without that release to cut the session's branch if it is missing.
+     */
+    async writeProvision(
+      db: JobSqlExecutor,
+      sessions: Array<{ sessionId: string; requestId?: string | null }>,
+    ): Promise<void> {
+      const startAfter = new Date(Date.now() + (options.holdMs ?? 30_000));
+      const jobs = sessions.map(({ sessionId, requestId }) => {
+        const id = held.get(sessionId);
+        if (!id) throw new Error(`no provisioning job was held for session ${sessionId}`);
+        const data: ProvisionJob & { held: true } = {
+          sessionId,
+          cutBranch: true,
+          held: true,
+          ...(requestId ? { requestId } : {}),
+        };
+        return { id, data, singletonKey: sessionId, startAfter };
+      });
+      if (jobs.length > 0) await boss.insert(JOBS.provision, jobs, { db, returnId: true });
+    },
+
+    /**
+     * The creator is done with the session (its branch cut, or its create failed): its held job
+     * may run now, on whichever process fetches it first. False when this process held none.
+     */
+    async releaseProvision(sessionId: string, requestId?: string | null): Promise<boolean> {
+      const jobId = held.get(sessionId);
+      if (!jobId) return false;
+      held.delete(sessionId);
+      try {
+        await jobSql(
+          `UPDATE ${SCHEMA}.job SET start_after = now(), data = (data - 'held' - 'cutBranch') || $3::jsonb
+           WHERE name = $1 AND id = $2::uuid AND state = 'created' AND data ? 'held'`,
+          [JOBS.provision, jobId, JSON.stringify(requestId ? { requestId } : {})],
+        );
+        wake(JOBS.provision);
+      } finally {
+        await locks.unlock([jobId]);
+      }
+      return true;
+    },
+
+    /** Forgets held jobs that were never written (the sessions were refused, or the admission failed). */
+    async dropProvision(sessionIds: string[]): Promise<void> {
+      const jobIds = sessionIds.flatMap((id) => held.get(id) ?? []);
+      for (const id of sessionIds) held.delete(id);
+      await locks.unlock(jobIds);
     },
 
     /**
@@ -167,7 +345,7 @@ export function createJobQueue(options: JobQueueOptions) {
      */
     async send(name: JobName, data: object, key: string): Promise<string | null> {
       const id = await sendBatched(name, { data, key });
-      if (id) for (const worker of workers.get(name) ?? []) if (!worker.busy) boss.notifyWorker(worker.id);
+      if (id) wake(name);
       return id;
     },
 
@@ -187,9 +365,14 @@ export function createJobQueue(options: JobQueueOptions) {
           async ([job]) => {
             if (!job) return undefined;
             self.busy = true;
+            // The job is this process's while it runs: its death releases the lock, and another
+            // process takes the job over at once (takeOverOrphans).
+            const owned = OWNED.includes(name);
             try {
+              if (owned) await locks.lock([job.id]);
               return await handler(job);
             } finally {
+              if (owned) await locks.unlock([job.id]).catch(() => {});
               self.busy = false;
               // Marks the worker as woken while it still runs the job: its loop skips the delay.
               boss.notifyWorker(self.id);
@@ -226,6 +409,9 @@ export function createJobQueue(options: JobQueueOptions) {
     async stop(timeoutMs: number): Promise<void> {
       if (!started) return;
       started = false;
+      if (orphanTimer) clearInterval(orphanTimer);
+      orphanTimer = null;
+      await checking;
       workers.clear();
       await boss.stop({ graceful: true, timeout: timeoutMs, close: true }).catch((error: unknown) => {
         log.warn({ err: error }, 'job queue did not stop cleanly');

@@ -58,6 +58,22 @@ export interface SessionLifecycleOptions {
   now?: () => number;
   /** Hands provisioning to the job queue (resolvers/sessions/provisioning.ts). */
   provision: (sessionId: string) => Promise<void>;
+  /**
+   * Writes each admitted session's provisioning job in the admission's own transaction
+   * (resolvers/jobs/queue.ts): a crash at any point after the commit leaves a job that resumes the
+   * session, never a reservation without one. `hold` runs before the transaction, `write` in it,
+   * `drop` for the sessions not admitted, and `release` once the create is done with a session
+   * (provision releases it too).
+   */
+  handoff?: {
+    hold(sessionIds: string[]): Promise<void>;
+    write(
+      db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> },
+      sessionIds: string[],
+    ): Promise<void>;
+    drop(sessionIds: string[]): Promise<void>;
+    release(sessionId: string): Promise<unknown>;
+  };
   /** Stops and releases the sandbox behind a session (resolvers/provisioning.ts). */
   teardown: (sessionId: string, reason: StopReason) => Promise<void>;
   /**
@@ -190,34 +206,54 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
    * per account while it waits.
    */
   const admitBatch = createKeyedBatcher<Prisma.SessionCreateManyInput, Session>(
-    (accountId, rows) =>
-      db.$transaction(
-        async (tx) => {
-          const [account] = await tx.$queryRaw<Omit<AccountLimitRow, 'live'>[]>`
-            SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${accountId}::uuid FOR UPDATE`;
-          if (!account)
-            return rows.map(() => ({ ok: false, error: new NotFoundError('Account not found.') }));
-          const limit = sessionLimit(account);
-          const live = await tx.session.count({
-            where: { accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
-          });
-          const admitted = rows.slice(0, Math.max(0, limit - live));
-          const created = new Map(
-            admitted.length === 0
-              ? []
-              : (await tx.session.createManyAndReturn({ data: admitted })).map((row) => [row.id, row]),
-          );
-          return rows.map((row): Settled<Session> => {
-            const session = row.id === undefined ? undefined : created.get(row.id);
-            return session
-              ? { ok: true, value: session }
-              : { ok: false, error: refusal(limit, live + admitted.length) };
-          });
-        },
-        { maxWait: transaction.maxWaitMs, timeout: transaction.timeoutMs },
-      ),
+    async (accountId, rows) => {
+      const ids = rows.flatMap((row) => row.id ?? []);
+      const handoff = options.handoff;
+      await handoff?.hold(ids);
+      const admittedIds = new Set<string>();
+      try {
+        const settled = await admit(accountId, rows);
+        for (const s of settled) if (s.ok) admittedIds.add(s.value.id);
+        return settled;
+      } finally {
+        await handoff?.drop(ids.filter((id) => !admittedIds.has(id)));
+      }
+    },
     { maxBatch: ADMISSION_BATCH },
   );
+
+  function admit(accountId: string, rows: Prisma.SessionCreateManyInput[]): Promise<Settled<Session>[]> {
+    return db.$transaction(
+      async (tx) => {
+        const [account] = await tx.$queryRaw<Omit<AccountLimitRow, 'live'>[]>`
+            SELECT "tier", "concurrentSessionLimit" FROM "Account" WHERE "id" = ${accountId}::uuid FOR UPDATE`;
+        if (!account) return rows.map(() => ({ ok: false, error: new NotFoundError('Account not found.') }));
+        const limit = sessionLimit(account);
+        const live = await tx.session.count({
+          where: { accountId, status: { in: [...LIVE_SESSION_STATUSES] } },
+        });
+        const admitted = rows.slice(0, Math.max(0, limit - live));
+        const created = new Map(
+          admitted.length === 0
+            ? []
+            : (await tx.session.createManyAndReturn({ data: admitted })).map((row) => [row.id, row]),
+        );
+        if (created.size > 0 && options.handoff) {
+          const executeSql = async (text: string, values: unknown[] = []) => ({
+            rows: await tx.$queryRawUnsafe<unknown[]>(text, ...values),
+          });
+          await options.handoff.write({ executeSql }, [...created.keys()]);
+        }
+        return rows.map((row): Settled<Session> => {
+          const session = row.id === undefined ? undefined : created.get(row.id);
+          return session
+            ? { ok: true, value: session }
+            : { ok: false, error: refusal(limit, live + admitted.length) };
+        });
+      },
+      { maxWait: transaction.maxWaitMs, timeout: transaction.timeoutMs },
+    );
+  }
 
   /**
    * What a create needs before any git work, in one statement: the project (only if it is the
@@ -384,29 +420,42 @@ export function createSessionLifecycle(options: SessionLifecycleOptions) {
           prompt,
           turnLedgerId: randomUUID(),
         });
-        // The branch is cut while the event is written; the outcome is handled once both are done, so
-        // a failure's event always follows this one. No sandbox yet: the event says so, whatever exists
-        // when a subscriber resolves it.
-        const cut = git.cutBranch(repo, baseCommit, session.branchName, ticket);
-        cut.catch(() => {}); // handled below, after the event
-        await events.session({ ...session, sandbox: null });
-        log.info({ sessionId, projectId, baseRef, baseCommit }, 'session created');
-
+        // Its provisioning job was written with it and waits for this create: released whatever
+        // happens from here (provision releases it on success; a failed session's job finds it
+        // FAILED and does nothing).
+        let handedOff = false;
         try {
-          await cut;
-        } catch (error) {
-          if (error instanceof GitBranchExistsError) {
-            // Named after the session, the branch can only have been cut by its own provisioning job:
-            // the recovery sweep took the session over while this push waited, and that job goes on.
-            log.info({ sessionId }, 'branch already cut by a resumed provisioning job');
-            return session;
+          // The branch is cut while the event is written; the outcome is handled once both are done,
+          // so a failure's event always follows this one. No sandbox yet: the event says so, whatever
+          // exists when a subscriber resolves it.
+          const cut = git.cutBranch(repo, baseCommit, session.branchName, ticket);
+          cut.catch(() => {}); // handled below, after the event
+          await events.session({ ...session, sandbox: null });
+          log.info({ sessionId, projectId, baseRef, baseCommit }, 'session created');
+
+          try {
+            await cut;
+          } catch (error) {
+            if (error instanceof GitBranchExistsError) {
+              // Named after the session, the branch can only have been cut by its own provisioning
+              // job: it was taken over while this push waited, and that job goes on.
+              log.info({ sessionId }, 'branch already cut by a resumed provisioning job');
+              return session;
+            }
+            const reason = `Could not create branch ${session.branchName}: ${(error as Error).message}`;
+            log.warn({ sessionId, err: error }, 'branch cut failed');
+            return await this.fail(session.id, reason);
           }
-          const reason = `Could not create branch ${session.branchName}: ${(error as Error).message}`;
-          log.warn({ sessionId, err: error }, 'branch cut failed');
-          return this.fail(session.id, reason);
+          await options.provision(session.id);
+          handedOff = true;
+          return session;
+        } finally {
+          if (!handedOff) {
+            await options.handoff?.release(session.id).catch((error: unknown) => {
+              log.warn({ sessionId, err: error }, 'could not release the provisioning job');
+            });
+          }
         }
-        await options.provision(session.id);
-        return session;
       } finally {
         ticket(); // refused or failed before its cut
       }

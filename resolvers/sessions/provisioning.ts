@@ -488,6 +488,11 @@ export function createProvisioner(options: ProvisionerOptions) {
       }
       try {
         const requestId = options.requestScope?.current() ?? null;
+        // The job written with the admission (resolvers/sessions/lifecycle.ts) may run now.
+        if (await options.jobs.releaseProvision(sessionId, requestId)) {
+          handedOff.add(sessionId);
+          return;
+        }
         await options.jobs.send(
           JOBS.provision,
           { sessionId, ...(requestId ? { requestId } : {}) },
