@@ -218,7 +218,10 @@ const variables = z.object({
   SINGULACOMP_REF_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   /** A provisioning job whose worker stopped heart-beating for this long is taken over (min 10). */
   SINGULACOMP_JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).default(10),
-  /** A PROVISIONING session that no job covers is resumed or failed after this long. */
+  /**
+   * A PROVISIONING session that no job covers is resumed or failed after this long; also how long a
+   * provisioning job waits for its creator's release at most (a dead creator's is released at once).
+   */
   SINGULACOMP_PROVISIONING_RESUME_MS: ms.default(30_000),
   /** Period of the recovery sweep (resumes or fails interrupted provisioning). */
   SINGULACOMP_RECOVERY_INTERVAL_MS: ms.default(10_000),

@@ -1,8 +1,9 @@
 // No session may sit in PROVISIONING without something that will finish it, because it holds a
-// slot of the concurrent-session limit. Provisioning is a durable job: a job whose process died is
-// taken over by pg-boss (heartbeat). This sweep covers what no job covers:
-// - a reservation whose process died before resolving the base ref or enqueueing the job
-//   (no base commit, or no job at all) → resumed by enqueueing the job, or failed;
+// slot of the concurrent-session limit. Provisioning is a durable job, written with the admission
+// itself; a job whose process died is taken over within seconds (resolvers/jobs/queue.ts). This
+// sweep is the safety net behind that, for what no job covers:
+// - a session with no job at all (admitted before jobs were written with the admission, or its
+//   job deleted) → resumed by enqueueing the job, or failed without a base commit;
 // - a job that finished or gave up while the session stayed PROVISIONING (recording the outcome
 //   failed) → failed with the job's error;
 // - a sandbox that never reported in (job done, daemon silent) → failed after provisioningTimeoutMs.
