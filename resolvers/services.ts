@@ -1,6 +1,7 @@
 // The domain services one server process runs, wired together. Schema resolvers reach everything
 // but the database through `ctx.services` (SchemaServices); nothing here knows about HTTP or GraphQL
 // transports.
+import { isUnavailable } from './unavailable';
 import type { Database, Db, FindManySql } from './platform';
 import type { Logger } from './platform';
 import type { PubSub } from './events/channels';
@@ -454,7 +455,18 @@ export function createServices(options: ServicesOptions): Services {
     reconciler,
     installation,
     async startBackground() {
-      await jobs.start();
+      // PostgreSQL may go away while a process starts: the process waits for it (answering 503
+      // meanwhile) instead of exiting half-started.
+      for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 2_000)) {
+        try {
+          await jobs.start();
+          break;
+        } catch (error) {
+          if (!isUnavailable(error)) throw error;
+          options.logger.warn({ err: error }, 'job queue could not start; retrying');
+          await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        }
+      }
       const counted =
         <T>(queue: string, run: (job: T) => Promise<unknown>) =>
         async (job: T) => {
