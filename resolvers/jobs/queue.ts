@@ -181,6 +181,28 @@ export function createJobQueue(options: JobQueueOptions) {
     },
     { maxBatch: 100 },
   );
+  /**
+   * Held jobs released together go out in one statement (a burst's creates finish their cuts
+   * together), and their locks in one more. `extra` joins the job's data (the request id).
+   */
+  const releaseBatched = createKeyedBatcher<{ jobId: string; extra: object }, void>(
+    async (name, calls) => {
+      const ids = calls.map((c) => c.jobId);
+      try {
+        await jobSql(
+          `UPDATE ${SCHEMA}.job j SET start_after = now(), data = (j.data - 'held' - 'cutBranch') || r.extra
+           FROM unnest($2::uuid[], $3::jsonb[]) AS r(id, extra)
+           WHERE j.name = $1 AND j.id = r.id AND j.state = 'created' AND j.data ? 'held'`,
+          [name, ids, calls.map((c) => JSON.stringify(c.extra))],
+        );
+        wake(name as JobName);
+      } finally {
+        await locks.unlock(ids);
+      }
+      return calls.map(() => ({ ok: true, value: undefined }));
+    },
+    { maxBatch: 100 },
+  );
   let started = false;
   /** This process's workers, by queue, and whether each is running a job. */
   const workers = new Map<JobName, Array<{ id: string; busy: boolean }>>();
@@ -315,16 +337,7 @@ export function createJobQueue(options: JobQueueOptions) {
       const jobId = held.get(sessionId);
       if (!jobId) return false;
       held.delete(sessionId);
-      try {
-        await jobSql(
-          `UPDATE ${SCHEMA}.job SET start_after = now(), data = (data - 'held' - 'cutBranch') || $3::jsonb
-           WHERE name = $1 AND id = $2::uuid AND state = 'created' AND data ? 'held'`,
-          [JOBS.provision, jobId, JSON.stringify(requestId ? { requestId } : {})],
-        );
-        wake(JOBS.provision);
-      } finally {
-        await locks.unlock([jobId]);
-      }
+      await releaseBatched(JOBS.provision, { jobId, extra: requestId ? { requestId } : {} });
       return true;
     },
 
