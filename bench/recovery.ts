@@ -110,6 +110,19 @@ export async function run(): Promise<BenchResult[]> {
     await until(async () => (await provisioning()) === 0, 120_000, 'the calm sessions to provision', 50);
     const calmMs = performance.now() - calm;
 
+    // Jobs are not taken over in the first seconds after PostgreSQL starts (every process is still
+    // taking its locks again): the crash is timed for a database that has been up a while.
+    await until(
+      async () =>
+        (
+          await sql.query<{ up: boolean }>(
+            `SELECT pg_postmaster_start_time() < now() - interval '5 seconds' AS up`,
+          )
+        ).rows[0]?.up,
+      60_000,
+      'PostgreSQL up for five seconds',
+      100,
+    );
     const before = await count('true');
     const victim = server;
     const requests = burst(victim, 'crash');
@@ -192,7 +205,7 @@ export async function run(): Promise<BenchResult[]> {
         value: round(settledAt - restartedAt, 0),
         unit: 'ms',
         baseline: round(calmMs, 0),
-        note: `goal ≤ 5,000 ms with default recovery settings; ${leftProvisioning} left PROVISIONING by the kill, ${round((settledAt - killedAt) / 1000, 1)} s after the kill; ${outcome}; baseline = the same creates with nothing failing`,
+        note: `goal ≤ 5,000 ms with default recovery settings, PostgreSQL up ≥ 5 s; ${leftProvisioning} left PROVISIONING by the kill, ${round((settledAt - killedAt) / 1000, 1)} s after the kill; ${outcome}; baseline = the same creates with nothing failing`,
       },
     ];
   } finally {

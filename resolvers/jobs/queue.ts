@@ -96,7 +96,8 @@ const OWNED: JobName[] = ['session-provision', 'session-teardown'];
  * PostgreSQL drops those locks with the process. `shared` adds that test; without it (the embedded
  * engine, one process) every such job is orphaned once the process restarts. A job just fetched is
  * locked by its handler a moment later, hence the two seconds; right after PostgreSQL itself
- * restarted nobody's locks are back yet, hence the ten.
+ * restarted nobody's locks are back yet (each process retakes them every 250 ms until it can),
+ * hence the five.
  */
 const orphansSql = (shared: boolean) => `SELECT j.id::text AS id, j.name, j.state::text AS state
 FROM ${SCHEMA}.job j
@@ -105,7 +106,7 @@ WHERE j.name = ANY($1::text[])
     OR (j.state = 'created' AND j.data ? 'held'))${
       shared
         ? `
-  AND pg_postmaster_start_time() < now() - interval '10 seconds'
+  AND pg_postmaster_start_time() < now() - interval '5 seconds'
   AND NOT EXISTS (
     SELECT 1 FROM pg_locks l
     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
