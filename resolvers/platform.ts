@@ -84,8 +84,13 @@ export interface Database {
 export const PROCESS_LOCK_SPACE = 1_396_918_863;
 
 export interface ProcessLocks {
-  /** Takes each key (never waits: a key another process holds stays its). Counted: lock twice, unlock twice. */
-  lock(keys: string[]): Promise<void>;
+  /**
+   * Takes each key without waiting; returns those another process holds (still wanted: `retry`
+   * tries them again). Counted: lock twice, unlock twice.
+   */
+  lock(keys: string[]): Promise<string[]>;
+  /** Tries again the wanted keys another process held; returns those it still holds. */
+  retry(keys: string[]): Promise<string[]>;
   unlock(keys: string[]): Promise<void>;
   /** Runs fn unless another process runs fn for `key` now (then null). */
   exclusive<T>(key: string, fn: () => Promise<T>): Promise<T | null>;

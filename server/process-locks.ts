@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { PROCESS_LOCK_SPACE, type ProcessLocks } from '../resolvers/platform';
 
-const LOCK = `SELECT pg_try_advisory_lock(${PROCESS_LOCK_SPACE}, hashtext(k)) FROM unnest($1::text[]) k`;
+const LOCK = `SELECT k, pg_try_advisory_lock(${PROCESS_LOCK_SPACE}, hashtext(k)) AS ok FROM unnest($1::text[]) k`;
 const UNLOCK = `SELECT pg_advisory_unlock(${PROCESS_LOCK_SPACE}, hashtext(k)) FROM unnest($1::text[]) k`;
 const RECONNECT_MS = 250;
 
@@ -30,13 +30,19 @@ export function createProcessLocks(url: string, connectTimeoutMs: number): Proce
     return next;
   };
 
-  /** Locks the held keys the connection does not hold yet. */
-  async function lockHeld(c: pg.Client): Promise<void> {
+  /**
+   * Locks the held keys the connection does not hold yet; returns those another process holds
+   * (still wanted: the next call tries them again).
+   */
+  async function lockHeld(c: pg.Client): Promise<string[]> {
     const missing = [...held.keys()].filter((k) => !locked.has(k));
-    if (missing.length === 0) return;
+    if (missing.length === 0) return [];
     for (const k of missing) locked.add(k);
     try {
-      await query(c, LOCK, [missing]);
+      const { rows } = await query<{ k: string; ok: boolean }>(c, LOCK, [missing]);
+      const busy = rows.filter((r) => !r.ok).map((r) => r.k);
+      for (const k of busy) locked.delete(k);
+      return busy;
     } catch (error) {
       for (const k of missing) locked.delete(k);
       throw error;
@@ -109,6 +115,11 @@ export function createProcessLocks(url: string, connectTimeoutMs: number): Proce
         forget(keys);
         throw error;
       }
+      return keys.filter((k) => !locked.has(k));
+    },
+    async retry(keys) {
+      await lockHeld(await connect());
+      return keys.filter((k) => held.has(k) && !locked.has(k));
     },
     async unlock(keys) {
       const gone = forget(keys).filter((k) => locked.delete(k));
@@ -147,7 +158,12 @@ export function createProcessLocks(url: string, connectTimeoutMs: number): Proce
 export function inProcessLocks(): ProcessLocks {
   return {
     shared: false,
-    async lock() {},
+    async lock() {
+      return [];
+    },
+    async retry() {
+      return [];
+    },
     async unlock() {},
     exclusive: (_key, fn) => fn(),
     async close() {},

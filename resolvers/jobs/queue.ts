@@ -189,17 +189,18 @@ export function createJobQueue(options: JobQueueOptions) {
   const releaseBatched = createKeyedBatcher<{ jobId: string; extra: object }, void>(
     async (name, calls) => {
       const ids = calls.map((c) => c.jobId);
-      try {
-        await jobSql(
-          `UPDATE ${SCHEMA}.job j SET start_after = now(), data = (j.data - 'held' - 'cutBranch') || r.extra
+      // The lock goes first: a worker that fetches the job next must be able to take it (one still
+      // held here would leave that worker's run unmarked, and another process would take it over
+      // as an orphan). A job held without its lock in between is at worst released by that
+      // takeover, to the same effect, and so is one whose release below fails.
+      await locks.unlock(ids);
+      await jobSql(
+        `UPDATE ${SCHEMA}.job j SET start_after = now(), data = (j.data - 'held' - 'cutBranch') || r.extra
            FROM unnest($2::uuid[], $3::jsonb[]) AS r(id, extra)
            WHERE j.name = $1 AND j.id = r.id AND j.state = 'created' AND j.data ? 'held'`,
-          [name, ids, calls.map((c) => JSON.stringify(c.extra))],
-        );
-        wake(name as JobName);
-      } finally {
-        await locks.unlock(ids);
-      }
+        [name, ids, calls.map((c) => JSON.stringify(c.extra))],
+      );
+      wake(name as JobName);
       return calls.map(() => ({ ok: true, value: undefined }));
     },
     { maxBatch: 100 },
@@ -212,6 +213,20 @@ export function createJobQueue(options: JobQueueOptions) {
   const wake = (name: JobName) => {
     for (const worker of workers.get(name) ?? []) if (!worker.busy) boss.notifyWorker(worker.id);
   };
+  /**
+   * Marks a job this process is about to run as its own. Its lock can still be held elsewhere for a
+   * moment (a creator releasing it): the run waits for it, a minute at most (only a key hashing
+   * alike could hold it longer), so it is never taken for an orphan while it runs.
+   */
+  async function ownJob(jobId: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    let busy = await locks.lock([jobId]);
+    while (busy.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      busy = await locks.retry(busy);
+    }
+    if (busy.length > 0) log.warn({ jobId }, 'running a job whose lock another process holds');
+  }
   /** Orphans seen by the last check: a job is taken over only when two checks in a row find it. */
   let suspects = new Set<string>();
   let orphanTimer: NodeJS.Timeout | null = null;
@@ -383,7 +398,7 @@ export function createJobQueue(options: JobQueueOptions) {
             // process takes the job over at once (takeOverOrphans).
             const owned = OWNED.includes(name);
             try {
-              if (owned) await locks.lock([job.id]);
+              if (owned) await ownJob(job.id);
               return await handler(job);
             } finally {
               if (owned) await locks.unlock([job.id]).catch(() => {});
