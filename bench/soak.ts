@@ -6,18 +6,30 @@
 // least-squares slope of each per minute. A leak shows as a steady positive RSS slope; the first
 // interval (warm-up: JIT, pools, caches) is left out of the slopes.
 //
+// SOAK_SNAPSHOTS=10,60 writes a V8 heap snapshot of the server at those minutes into SOAK_OUT_DIR
+// (default .tmp/soak); compare two with `tsx bench/support/heap-diff.ts a.heapsnapshot b.heapsnapshot`.
+// SOAK_SERVER_ARGS adds Node flags to the server process (e.g. `--cpu-prof --cpu-prof-dir=.tmp/prof`).
+// Each row also splits memory outside the JS heap: `external` (Buffers, native objects the heap
+// points at) of which `arrayBuffers`, and what is left of RSS (code, native allocations, malloc arenas).
+//
 // Not a bench module: bench/run.ts imports every bench file, so nothing here runs on import.
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { writeHeapSnapshot } from 'node:v8';
 import { seedReportingSandboxes } from './support/sandboxes';
 
 const SELF = fileURLToPath(import.meta.url);
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const INTERVAL_S = Number(process.env.SOAK_INTERVAL_SECONDS ?? 30);
+const SNAPSHOT_MINUTES = (process.env.SOAK_SNAPSHOTS ?? '')
+  .split(',')
+  .filter((m) => m.trim() !== '')
+  .map(Number);
+const OUT_DIR = resolve(process.env.SOAK_OUT_DIR ?? '.tmp/soak');
 /** Fake running sandboxes that report telemetry (one report each per second). */
 const REPORTERS = 8;
 /** Subscriptions held for the whole soak, and how many churn (one replaced every 5 s). */
@@ -32,6 +44,9 @@ type Msg = { type: string } & Record<string, unknown>;
 interface Stats {
   rssMiB: number;
   heapMiB: number;
+  heapTotalMiB: number;
+  externalMiB: number;
+  arrayBuffersMiB: number;
   eldMeanMs: number;
   eldP99Ms: number;
   eldMaxMs: number;
@@ -81,6 +96,9 @@ async function serverRole(): Promise<void> {
       const stats: Stats = {
         rssMiB: memory.rss / 2 ** 20,
         heapMiB: memory.heapUsed / 2 ** 20,
+        heapTotalMiB: memory.heapTotal / 2 ** 20,
+        externalMiB: memory.external / 2 ** 20,
+        arrayBuffersMiB: memory.arrayBuffers / 2 ** 20,
         eldMeanMs: eld.mean / 1e6,
         eldP99Ms: eld.percentile(99) / 1e6,
         eldMaxMs: eld.max / 1e6,
@@ -88,6 +106,12 @@ async function serverRole(): Promise<void> {
       };
       eld.reset();
       process.send?.({ type: 'stats', stats });
+    }
+    if (message.type === 'snapshot') {
+      mkdirSync(OUT_DIR, { recursive: true });
+      const file = writeHeapSnapshot(join(OUT_DIR, `server-${message.label as string}.heapsnapshot`));
+      eld.reset(); // the snapshot itself blocks the loop; keep it out of the next row
+      process.send?.({ type: 'snapshotted', file });
     }
     if (message.type === 'stop') {
       eld.disable();
@@ -140,7 +164,7 @@ async function driver(): Promise<void> {
   const redis = await startRedisProcess();
   const repo = createTestRepo({ 'README.md': '# soak\n' });
   const child = fork(SELF, ['--role=server'], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(process.env.SOAK_SERVER_ARGS ?? '').split(' ').filter(Boolean)],
     env: { ...process.env, SOAK_CONFIG: JSON.stringify({ databaseUrl: database.url, redisUrl: redis.url }) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -275,20 +299,37 @@ async function driver(): Promise<void> {
 
   const rows: Array<Stats & { minute: number }> = [];
   const started = Date.now();
-  const header = 'elapsed   rss MiB  heap MiB  eld mean ms  eld p99 ms  eld max ms  subs  sessions  reports';
+  const header =
+    'elapsed   rss MiB  heap MiB  heap tot  external  arrayBuf  rss-rest  eld mean ms  eld p99 ms  eld max ms  subs  sessions  reports';
   process.stdout.write(
     `soak: ${MINUTES} min, every ${INTERVAL_S} s; ${REPORTERS} telemetry reports/s, a session every ${CREATE_EVERY_MS / 1000} s (stopped after ${SESSION_LIFETIME_MS / 1000} s), ${STEADY_SUBSCRIPTIONS} steady + ${CHURN_SUBSCRIPTIONS} churning subscriptions\n${header}\n`,
   );
   const end = started + MINUTES * 60_000;
+  const snapshots = SNAPSHOT_MINUTES.map((m) => ({ at: started + m * 60_000, label: `${m}min` }));
   while (Date.now() < end) {
-    await new Promise((r) => setTimeout(r, Math.min(INTERVAL_S * 1_000, end - Date.now())));
+    const nextSnapshot = snapshots[0]?.at ?? Number.POSITIVE_INFINITY;
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, Math.min(INTERVAL_S * 1_000, end - Date.now(), nextSnapshot - Date.now()))),
+    );
+    if (snapshots.length > 0 && Date.now() >= snapshots[0]!.at - 1_000) {
+      const { label } = snapshots.shift()!;
+      const done = await request(child, { type: 'snapshot', label }, 'snapshotted', 600_000);
+      process.stdout.write(`heap snapshot at ${label}: ${done.file as string}\n`);
+      continue;
+    }
     const { stats } = (await request(child, { type: 'stats' }, 'stats')) as unknown as { stats: Stats };
     const minute = (Date.now() - started) / 60_000;
     rows.push({ ...stats, minute });
+    const rest = stats.rssMiB - stats.heapTotalMiB - stats.externalMiB;
     const mmss = `${Math.floor(minute)}:${String(Math.round((minute % 1) * 60)).padStart(2, '0')}`;
     process.stdout.write(
-      `${mmss.padStart(7)}  ${stats.rssMiB.toFixed(1).padStart(8)}  ${stats.heapMiB.toFixed(1).padStart(8)}  ${stats.eldMeanMs.toFixed(2).padStart(11)}  ${stats.eldP99Ms.toFixed(2).padStart(10)}  ${stats.eldMaxMs.toFixed(1).padStart(10)}  ${String(stats.subscriptions).padStart(4)}  ${String(counts.created).padStart(8)}  ${String(counts.reports).padStart(7)}\n`,
+      `${mmss.padStart(7)}  ${stats.rssMiB.toFixed(1).padStart(8)}  ${stats.heapMiB.toFixed(1).padStart(8)}  ${stats.heapTotalMiB.toFixed(1).padStart(8)}  ${stats.externalMiB.toFixed(1).padStart(8)}  ${stats.arrayBuffersMiB.toFixed(1).padStart(8)}  ${rest.toFixed(1).padStart(8)}  ${stats.eldMeanMs.toFixed(2).padStart(11)}  ${stats.eldP99Ms.toFixed(2).padStart(10)}  ${stats.eldMaxMs.toFixed(1).padStart(10)}  ${String(stats.subscriptions).padStart(4)}  ${String(counts.created).padStart(8)}  ${String(counts.reports).padStart(7)}\n`,
     );
+  }
+  // A snapshot due at the very end (SOAK_SNAPSHOTS=…,SOAK_MINUTES) is taken under load, before teardown.
+  for (const { label } of snapshots.splice(0)) {
+    const done = await request(child, { type: 'snapshot', label }, 'snapshotted', 600_000);
+    process.stdout.write(`heap snapshot at ${label}: ${done.file as string}\n`);
   }
   clearInterval(loop);
   await Promise.allSettled([...pending]);
@@ -297,7 +338,7 @@ async function driver(): Promise<void> {
   const measured = rows.length > 2 ? rows.slice(1) : rows;
   const per = (f: (r: Stats) => number) => slope(measured.map((r) => [r.minute, f(r)]));
   process.stdout.write(
-    `slope per minute (first interval left out): rss ${per((r) => r.rssMiB).toFixed(2)} MiB/min, heap ${per((r) => r.heapMiB).toFixed(2)} MiB/min, event-loop p99 ${per((r) => r.eldP99Ms).toFixed(3)} ms/min\n` +
+    `slope per minute (first interval left out): rss ${per((r) => r.rssMiB).toFixed(2)} MiB/min, heap ${per((r) => r.heapMiB).toFixed(2)} MiB/min, external ${per((r) => r.externalMiB).toFixed(2)} MiB/min, event-loop p99 ${per((r) => r.eldP99Ms).toFixed(3)} ms/min\n` +
       `totals: ${counts.created} sessions created, ${counts.stopped} stopped, ${counts.refused} refused; ${counts.reports} telemetry reports (${counts.reportErrors} not accepted); ${counts.events} subscription events; ${counts.failedCalls} failed calls\n`,
   );
 
