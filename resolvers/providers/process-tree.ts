@@ -2,26 +2,69 @@
 // group of its own so it can signal OpenCode's tool subprocesses together). A SIGKILLed daemon
 // cannot take them down, so whoever tears the sandbox down finds them by the environment every
 // sandbox process inherits.
-import { readFile, readdir } from 'node:fs/promises';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
-/** PIDs whose environment contains `name=value` (Linux /proc; other processes' environ needs root or the same user). */
+/** Processes read between two turns of the event loop (a few syscalls each, about a millisecond). */
+const SCAN_BATCH = 64;
+/** One buffer for every environ read, grown when a process's environment is larger. */
+let scratch = Buffer.allocUnsafe(16 * 1024);
+
+/** The whole of /proc/<pid>/environ in `scratch` (length read), or -1 when it cannot be read. */
+function readEnviron(pid: number): number {
+  let fd: number;
+  try {
+    fd = openSync(`/proc/${pid}/environ`, 'r');
+  } catch {
+    return -1;
+  }
+  try {
+    let length = 0;
+    for (;;) {
+      if (length === scratch.length) {
+        const grown = Buffer.allocUnsafe(scratch.length * 2);
+        scratch.copy(grown, 0, 0, length);
+        scratch = grown;
+      }
+      const n = readSync(fd, scratch, length, scratch.length - length, null);
+      if (n === 0) return length;
+      length += n;
+    }
+  } catch {
+    return -1;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * PIDs whose environment contains `name=value` (Linux /proc; other processes' environ needs root or the same user).
+ *
+ * Every process on the host is read, at every sandbox stop, and a shared host runs hundreds. One
+ * fs/promises readFile per process allocated a fresh 64 KiB buffer each (a /proc file reports size
+ * 0), all at once: tens of MiB of short-lived backing stores per scan, a large share of a soak's
+ * garbage-collection time and event-loop stalls. Reads are synchronous into one reused buffer, in
+ * batches that yield to the event loop between them.
+ */
 export async function pidsWithEnvironment(name: string, value: string): Promise<number[]> {
-  const needle = Buffer.from(`${name}=${value}\0`);
+  const needle = Buffer.from(`\0${name}=${value}\0`);
   const entries = await readdir('/proc').catch(() => [] as string[]);
   const pids: number[] = [];
-  await Promise.all(
-    entries.map(async (entry) => {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid) || pid === process.pid) return;
-      const environ = await readFile(`/proc/${pid}/environ`).catch(() => null);
-      if (
-        environ &&
-        (environ.indexOf(needle) === 0 || environ.includes(Buffer.concat([Buffer.from([0]), needle])))
-      ) {
-        pids.push(pid);
-      }
-    }),
-  );
+  let sinceYield = 0;
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    if (++sinceYield === SCAN_BATCH) {
+      sinceYield = 0;
+      await nextTurn();
+    }
+    const length = readEnviron(pid);
+    if (length <= 0) continue;
+    const environ = scratch.subarray(0, length);
+    // Entries are NUL-terminated: the first one has no NUL before it.
+    if (environ.indexOf(needle.subarray(1)) === 0 || environ.indexOf(needle) !== -1) pids.push(pid);
+  }
   return pids;
 }
 

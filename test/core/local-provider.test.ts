@@ -73,6 +73,30 @@ test('killing by environment returns only once every marked process is gone, als
   }
 });
 
+test('finding processes by environment reads large environments whole and matches whole entries', async () => {
+  const marker = `env-${Date.now()}-${process.pid}`;
+  // One variable holds at most 128 KiB (MAX_ARG_STRLEN): four make 200 kB.
+  const bulk = Object.fromEntries([1, 2, 3, 4].map((i) => [`SC_BULK_${i}`, 'x'.repeat(50_000)]));
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...bulk };
+  // The marker comes after 200 kB of environment; the other process's value only starts with it.
+  const marked = spawn('sleep', ['600'], { env: { ...env, SC_ENV_MARKER: marker }, stdio: 'ignore' });
+  const prefixed = spawn('sleep', ['600'], {
+    env: { ...env, SC_ENV_MARKER: `${marker}-more` },
+    stdio: 'ignore',
+  });
+  try {
+    const found = await waitFor(async () => {
+      const pids = await pidsWithEnvironment('SC_ENV_MARKER', marker);
+      return pids.length > 0 ? pids : null;
+    });
+    expect(found).toEqual([marked.pid]);
+    expect(await pidsWithEnvironment('SC_ENV_MARKER', `${marker}-more`)).toEqual([prefixed.pid]);
+  } finally {
+    marked.kill('SIGKILL');
+    prefixed.kill('SIGKILL');
+  }
+});
+
 test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its own session and gives the uid back', async () => {
   expect(process.getuid?.()).toBe(0);
   const repo = createTestRepo();
