@@ -26,7 +26,7 @@ export interface SupervisorOptions {
   reportState: (state: RuntimeState, message?: string) => void;
   /**
    * Runs once before the first OpenCode starts (e.g. to fill `env`), while the bootstrap claim is
-   * answered: the two are independent round trips.
+   * answered: the claim, this and OpenCode's start are independent.
    */
   beforeLaunch?: () => Promise<void>;
   /**
@@ -82,14 +82,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.options.port;
   }
 
-  /** claimBootstrap (with beforeLaunch) → opencode serve → healthy → HEALTHY → initial prompt. */
+  /**
+   * beforeLaunch → opencode serve → healthy → HEALTHY, while claimBootstrap is answered; then the
+   * initial prompt. OpenCode needs nothing from the claim, and its start is the longest step of a
+   * sandbox's readiness: it no longer waits for the claim's round trip.
+   */
   async boot(): Promise<void> {
-    const prepared = Promise.resolve(this.options.beforeLaunch?.());
-    prepared.catch(() => {}); // awaited below; unobserved only when the daemon stops first
-    this.bootstrap = await this.claim();
-    if (!this.bootstrap) return;
-    await prepared;
-    await this.launch();
+    const claimed = this.claim().then((bootstrap) => {
+      this.bootstrap = bootstrap;
+      return bootstrap;
+    });
+    claimed.catch(() => {}); // awaited below; unobserved only when beforeLaunch throws first
+    await this.options.beforeLaunch?.();
+    const launched = this.launch();
+    launched.catch(() => {}); // awaited below; unobserved only when the claim fails first
+    if (!(await claimed)) {
+      await launched;
+      return;
+    }
+    await launched;
     if (!this.healthy) return;
     await this.ready;
     await this.sendInitialPrompt();

@@ -30,6 +30,8 @@ export interface RecordingApiOptions {
   sandboxId?: string;
   prompt?: string | null;
   alreadyClaimed?: boolean;
+  /** claimBootstrap is answered only once this settles (a slow or distant API). */
+  claimHeld?: Promise<void>;
 }
 
 export interface RecordingApi {
@@ -123,6 +125,7 @@ export async function startRecordingApi(options: RecordingApiOptions): Promise<R
     const variables = body.variables ?? {};
     const input = (variables.input as Record<string, unknown> | undefined) ?? {};
     calls.push({ operation, variables, input, authorization: req.headers.authorization, at: Date.now() });
+    if (operation === 'claimBootstrap') await options.claimHeld;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ data: { [operation]: answer(operation, input) } }));
   });
@@ -144,6 +147,8 @@ export interface TestAgentOptions {
   prompt?: string | null;
   /** The API answers as for a daemon that already claimed its bootstrap. */
   alreadyClaimed?: boolean;
+  /** claimBootstrap is answered only once this settles. */
+  claimHeld?: Promise<void>;
   stub?: StubModelOptions;
   agent?: Partial<AgentOptions>;
   /** Start the agent (boot OpenCode) right away. @default true */
@@ -189,6 +194,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     sessionId,
     prompt: options.prompt ?? null,
     alreadyClaimed: options.alreadyClaimed,
+    ...(options.claimHeld ? { claimHeld: options.claimHeld } : {}),
   });
   const logLevel = process.env.AGENT_TEST_LOG ?? 'silent';
   const agent = createAgent({

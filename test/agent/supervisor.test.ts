@@ -46,6 +46,29 @@ describe('supervisor', () => {
     expect(h.states()).toContain('BUSY');
   });
 
+  test('OpenCode starts and becomes healthy while the bootstrap claim is still unanswered', async ({
+    startAgent,
+  }) => {
+    let answerClaim = () => {};
+    const claimHeld = new Promise<void>((resolve) => {
+      answerClaim = resolve;
+    });
+    const h = await startAgent({ prompt: 'Sent after the claim.', claimHeld, start: false });
+    const started = h.agent.start();
+    await waitFor(() => h.states().includes('HEALTHY'), 60_000, 'HEALTHY before the claim is answered');
+    expect(h.agent.supervisor.bootstrap).toBeNull();
+    expect(h.stub.requests).toHaveLength(0);
+    // Once claimed, the initial prompt follows.
+    answerClaim();
+    await started;
+    expect(h.agent.supervisor.bootstrap?.prompt).toBe('Sent after the claim.');
+    await waitFor(
+      () => h.stub.requests.some((r) => JSON.stringify(r.messages).includes('Sent after the claim.')),
+      30_000,
+      'the prompt at the model',
+    );
+  });
+
   test('a restarted daemon whose bootstrap was already claimed does not resend the prompt', async ({
     startAgent,
   }) => {
