@@ -51,6 +51,12 @@ interface Stats {
   eldP99Ms: number;
   eldMaxMs: number;
   subscriptions: number;
+  /** Main-thread CPU over the interval, % of one core. */
+  cpuPct: number;
+  /** Event-loop stalls of ≥ 100 ms, their total length and the main thread's CPU time within them. */
+  stalls: number;
+  stallMs: number;
+  stallCpuMs: number;
 }
 
 // ---------------------------------------------------------------- server role (child process)
@@ -90,6 +96,27 @@ async function serverRole(): Promise<void> {
   );
   const eld = monitorEventLoopDelay({ resolution: 10 });
   eld.enable();
+  // A stall whose main-thread CPU is close to its length is the process's own work; one with little
+  // CPU is the thread waiting: for a core on a loaded host, or in a blocking system call.
+  const stall = { count: 0, wallMs: 0, cpuMs: 0 };
+  const cpuMs = () => {
+    const { user, system } = process.threadCpuUsage();
+    return (user + system) / 1000;
+  };
+  let lastTick = performance.now();
+  let lastCpu = cpuMs();
+  setInterval(() => {
+    const now = performance.now();
+    const cpu = cpuMs();
+    if (now - lastTick >= 110) {
+      stall.count++;
+      stall.wallMs += now - lastTick;
+      stall.cpuMs += cpu - lastCpu;
+    }
+    lastTick = now;
+    lastCpu = cpu;
+  }, 10).unref();
+  let intervalStart = { at: performance.now(), cpu: cpuMs() };
   process.on('message', async (message: Msg) => {
     if (message.type === 'stats') {
       const memory = process.memoryUsage();
@@ -103,14 +130,22 @@ async function serverRole(): Promise<void> {
         eldP99Ms: eld.percentile(99) / 1e6,
         eldMaxMs: eld.max / 1e6,
         subscriptions: app.services.pubsub.subscriptionCount(),
+        cpuPct: (100 * (cpuMs() - intervalStart.cpu)) / (performance.now() - intervalStart.at),
+        stalls: stall.count,
+        stallMs: stall.wallMs,
+        stallCpuMs: stall.cpuMs,
       };
       eld.reset();
+      Object.assign(stall, { count: 0, wallMs: 0, cpuMs: 0 });
+      intervalStart = { at: performance.now(), cpu: cpuMs() };
       process.send?.({ type: 'stats', stats });
     }
     if (message.type === 'snapshot') {
       mkdirSync(OUT_DIR, { recursive: true });
       const file = writeHeapSnapshot(join(OUT_DIR, `server-${message.label as string}.heapsnapshot`));
-      eld.reset(); // the snapshot itself blocks the loop; keep it out of the next row
+      // The snapshot itself blocks the loop; keep it out of the next row.
+      eld.reset();
+      Object.assign(stall, { count: 0, wallMs: 0, cpuMs: 0 });
       process.send?.({ type: 'snapshotted', file });
     }
     if (message.type === 'stop') {
@@ -300,7 +335,7 @@ async function driver(): Promise<void> {
   const rows: Array<Stats & { minute: number }> = [];
   const started = Date.now();
   const header =
-    'elapsed   rss MiB  heap MiB  heap tot  external  arrayBuf  rss-rest  eld mean ms  eld p99 ms  eld max ms  subs  sessions  reports';
+    'elapsed   rss MiB  heap MiB  heap tot  external  arrayBuf  rss-rest  eld mean ms  eld p99 ms  eld max ms  cpu %  stalls  stall s  stall cpu  subs  sessions  reports';
   process.stdout.write(
     `soak: ${MINUTES} min, every ${INTERVAL_S} s; ${REPORTERS} telemetry reports/s, a session every ${CREATE_EVERY_MS / 1000} s (stopped after ${SESSION_LIFETIME_MS / 1000} s), ${STEADY_SUBSCRIPTIONS} steady + ${CHURN_SUBSCRIPTIONS} churning subscriptions\n${header}\n`,
   );
@@ -323,7 +358,7 @@ async function driver(): Promise<void> {
     const rest = stats.rssMiB - stats.heapTotalMiB - stats.externalMiB;
     const mmss = `${Math.floor(minute)}:${String(Math.round((minute % 1) * 60)).padStart(2, '0')}`;
     process.stdout.write(
-      `${mmss.padStart(7)}  ${stats.rssMiB.toFixed(1).padStart(8)}  ${stats.heapMiB.toFixed(1).padStart(8)}  ${stats.heapTotalMiB.toFixed(1).padStart(8)}  ${stats.externalMiB.toFixed(1).padStart(8)}  ${stats.arrayBuffersMiB.toFixed(1).padStart(8)}  ${rest.toFixed(1).padStart(8)}  ${stats.eldMeanMs.toFixed(2).padStart(11)}  ${stats.eldP99Ms.toFixed(2).padStart(10)}  ${stats.eldMaxMs.toFixed(1).padStart(10)}  ${String(stats.subscriptions).padStart(4)}  ${String(counts.created).padStart(8)}  ${String(counts.reports).padStart(7)}\n`,
+      `${mmss.padStart(7)}  ${stats.rssMiB.toFixed(1).padStart(8)}  ${stats.heapMiB.toFixed(1).padStart(8)}  ${stats.heapTotalMiB.toFixed(1).padStart(8)}  ${stats.externalMiB.toFixed(1).padStart(8)}  ${stats.arrayBuffersMiB.toFixed(1).padStart(8)}  ${rest.toFixed(1).padStart(8)}  ${stats.eldMeanMs.toFixed(2).padStart(11)}  ${stats.eldP99Ms.toFixed(2).padStart(10)}  ${stats.eldMaxMs.toFixed(1).padStart(10)}  ${stats.cpuPct.toFixed(0).padStart(5)}  ${String(stats.stalls).padStart(6)}  ${(stats.stallMs / 1000).toFixed(1).padStart(7)}  ${(stats.stallMs > 0 ? `${((100 * stats.stallCpuMs) / stats.stallMs).toFixed(0)}%` : '-').padStart(9)}  ${String(stats.subscriptions).padStart(4)}  ${String(counts.created).padStart(8)}  ${String(counts.reports).padStart(7)}\n`,
     );
   }
   // A snapshot due at the very end (SOAK_SNAPSHOTS=…,SOAK_MINUTES) is taken under load, before teardown.
@@ -337,6 +372,16 @@ async function driver(): Promise<void> {
     await gql(print(StopSessionDocument), { input: { sessionId: id } }, token);
   const measured = rows.length > 2 ? rows.slice(1) : rows;
   const per = (f: (r: Stats) => number) => slope(measured.map((r) => [r.minute, f(r)]));
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+  process.stdout.write(
+    `event-loop p99 over the intervals (first left out): median ${median(measured.map((r) => r.eldP99Ms)).toFixed(1)} ms, worst ${Math.max(...measured.map((r) => r.eldP99Ms)).toFixed(1)} ms; stalls ≥ 100 ms: ${measured.reduce((s, r) => s + r.stalls, 0)}, main-thread CPU within them ${(
+      (100 * measured.reduce((s, r) => s + r.stallCpuMs, 0)) /
+        Math.max(
+          1,
+          measured.reduce((s, r) => s + r.stallMs, 0),
+        )
+    ).toFixed(0)}% of their length\n`,
+  );
   process.stdout.write(
     `slope per minute (first interval left out): rss ${per((r) => r.rssMiB).toFixed(2)} MiB/min, heap ${per((r) => r.heapMiB).toFixed(2)} MiB/min, external ${per((r) => r.externalMiB).toFixed(2)} MiB/min, event-loop p99 ${per((r) => r.eldP99Ms).toFixed(3)} ms/min\n` +
       `totals: ${counts.created} sessions created, ${counts.stopped} stopped, ${counts.refused} refused; ${counts.reports} telemetry reports (${counts.reportErrors} not accepted); ${counts.events} subscription events; ${counts.failedCalls} failed calls\n`,
