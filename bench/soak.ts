@@ -382,8 +382,19 @@ async function driver(): Promise<void> {
         )
     ).toFixed(0)}% of their length\n`,
   );
+  // Writing a heap snapshot raises RSS by tens of MiB at once (native memory the allocator keeps):
+  // the RSS slope is also given between snapshots, where it is not distorted by one.
+  const cuts = [0, ...SNAPSHOT_MINUTES.filter((m) => m < MINUTES), Number.POSITIVE_INFINITY];
+  let segments = '';
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const part = measured.filter((r) => r.minute > cuts[i]! && r.minute < cuts[i + 1]!);
+    if (part.length < 3) continue;
+    const rss = slope(part.map((r) => [r.minute, r.rssMiB]));
+    segments += `  rss slope ${part[0]!.minute.toFixed(1)}-${part.at(-1)!.minute.toFixed(1)} min: ${rss.toFixed(2)} MiB/min (${part[0]!.rssMiB.toFixed(0)} -> ${part.at(-1)!.rssMiB.toFixed(0)} MiB)\n`;
+  }
   process.stdout.write(
     `slope per minute (first interval left out): rss ${per((r) => r.rssMiB).toFixed(2)} MiB/min, heap ${per((r) => r.heapMiB).toFixed(2)} MiB/min, external ${per((r) => r.externalMiB).toFixed(2)} MiB/min, event-loop p99 ${per((r) => r.eldP99Ms).toFixed(3)} ms/min\n` +
+      segments +
       `totals: ${counts.created} sessions created, ${counts.stopped} stopped, ${counts.refused} refused; ${counts.reports} telemetry reports (${counts.reportErrors} not accepted); ${counts.events} subscription events; ${counts.failedCalls} failed calls\n`,
   );
 
