@@ -92,16 +92,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       this.bootstrap = bootstrap;
       return bootstrap;
     });
-    claimed.catch(() => {}); // awaited below; unobserved only when beforeLaunch throws first
-    await this.options.beforeLaunch?.();
-    const launched = this.launch();
-    launched.catch(() => {}); // awaited below; unobserved only when the claim fails first
-    if (!(await claimed)) {
-      await launched;
-      return;
+    try {
+      await this.options.beforeLaunch?.();
+    } catch (error) {
+      // Failed, but only once the claim is answered: nothing of the boot is left in flight.
+      await claimed;
+      throw error;
     }
+    const launched = this.launch();
+    launched.catch(() => {}); // awaited below, once the claim is answered
+    const bootstrap = await claimed;
     await launched;
-    if (!this.healthy) return;
+    if (!bootstrap || !this.healthy) return;
     await this.ready;
     await this.sendInitialPrompt();
   }

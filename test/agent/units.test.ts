@@ -732,7 +732,7 @@ createServer((req, res) => {
 });
 
 describe('supervisor boot', () => {
-  test('the launch is prepared while the bootstrap claim is answered, and launches only after both', async () => {
+  test('the launch is prepared while the bootstrap claim is answered; a failed preparation fails the boot once the claim is', async () => {
     const events: string[] = [];
     let held: ServerResponse | null = null;
     const server = createServer((req, res) => {
