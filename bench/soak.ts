@@ -79,6 +79,9 @@ async function serverRole(): Promise<void> {
       SINGULACOMP_LOCAL_ENTRY: 'exec sleep 3600',
       SINGULACOMP_LOCAL_ISOLATION: 'none',
       SINGULACOMP_ALLOW_LOCAL_REPOSITORIES: 'true',
+      // The reporters' sessions never report a runtime state: with the default (15 min) the reaper
+      // stopped them a quarter of an hour in, and every telemetry report after that was refused.
+      SINGULACOMP_IDLE_TIMEOUT_MS: String((MINUTES + 60) * 60_000),
     }),
     printBootstrapToken: false,
     realtime: { maxConnectionsPerToken: 1_000 },
