@@ -93,6 +93,14 @@ export interface EntryExit {
   signal: NodeJS.Signals | null;
 }
 
+/** Entry exits remembered per server process for entryExit(). */
+const MAX_REMEMBERED_EXITS = 1_000;
+
+/** "exited with code 3" or "was killed by SIGKILL": how a failure reason names an entry's end. */
+export function describeEntryExit(exit: EntryExit): string {
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code ?? 'unknown'}`;
+}
+
 /** The entry process of a LOCAL sandbox: pid (= its process group) and start time in clock ticks. */
 export interface LocalProcessIdentity {
   pid: number;
@@ -144,6 +152,8 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   reattach(): Promise<Array<{ id: string; error: unknown }>>;
 } {
   const children = new Map<string, ChildProcess>();
+  /** How entries this process launched ended, newest last (entryExit). */
+  const exits = new Map<string, EntryExit>();
   const bridges = new Map<string, HostBridges>();
   const isolation = options.isolation;
   const dirOf = (id: string) => join(options.rootDir, id.replace(/[^a-zA-Z0-9-]/g, ''));
@@ -332,6 +342,10 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     children.set(id, child);
     child.once('exit', (code, signal) => {
       children.delete(id);
+      exits.delete(id);
+      exits.set(id, { code, signal });
+      // Only the recent ones: a status check reads it right after the exit.
+      if (exits.size > MAX_REMEMBERED_EXITS) exits.delete(exits.keys().next().value!);
       closeBridges(id).catch(() => {});
       options.onEntryExit?.(id, { code, signal });
     });
@@ -414,6 +428,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   return {
     name: 'LOCAL',
     processOf: (id) => children.get(id),
+    entryExit: (id) => exits.get(id) ?? null,
     // Host processes: the template's memory and cpu are reported, not enforced.
     limitsEnforced: { memory: false, cpu: false },
 

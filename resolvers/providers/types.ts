@@ -141,6 +141,11 @@ export interface SandboxProvider {
    * has the sandbox; null when it has none (R-REC-2).
    */
   logTail?(providerSandboxId: string, maxBytes: number): Promise<string | null>;
+  /**
+   * How the sandbox's entry process ended, when this server process launched it and saw it exit
+   * (LOCAL); null otherwise.
+   */
+  entryExit?(providerSandboxId: string): { code: number | null; signal: NodeJS.Signals | null } | null;
   /** Whether the template's memory and cpu are enforced. @default { memory: true, cpu: true } */
   readonly limitsEnforced?: { memory: boolean; cpu: boolean };
   close?(): Promise<void>;

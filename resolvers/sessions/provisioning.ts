@@ -15,6 +15,7 @@ import { decrypt, encrypt } from '../auth/crypto';
 import type { Events } from '../events/events';
 import { ProviderNotFoundError, ProviderSnapshotUnusableError } from '../providers/errors';
 import { fitSpecToProvider } from '../providers/limits';
+import { describeEntryExit } from '../providers/local';
 import { reservedSecretName } from '../projects/secret-names';
 import type { ProviderRegistry } from '../providers/registry';
 import { serviceAccessColumns } from '../providers/service-access';
@@ -455,9 +456,11 @@ export function createProvisioner(options: ProvisionerOptions) {
     if (gone) await markHalted(sandbox, 'DESTROYED', { stopReason: sandbox.stopReason ?? 'PROVIDER' });
     // Nothing stops a LOCAL entry without ending its session first: one that halted crashed, also
     // when no server process was watching it exit (a restart in between).
+    // A check that runs between the exit and this process's exit watcher still says how it ended.
     if (halted && !failure && provider.name === 'LOCAL') {
       const tail = await provider.logTail?.(sandbox.providerSandboxId, 1_500).catch(() => null);
-      failure = `The sandbox's entry process exited while no server process watched it${
+      const exit = provider.entryExit?.(sandbox.providerSandboxId);
+      failure = `The sandbox's entry process ${exit ? describeEntryExit(exit) : 'exited while no server process watched it'}${
         tail?.trim() ? `; last lines of its log:\n${tail.trimEnd()}` : ''
       }`;
     }

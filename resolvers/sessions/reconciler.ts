@@ -15,7 +15,7 @@
 import type { Db, Logger } from '../platform';
 import { LIVE_SESSION_STATUSES } from '../accounts/limits';
 import { hostIdentity } from '../providers/local-identity';
-import type { EntryExit } from '../providers/local';
+import { type EntryExit, describeEntryExit } from '../providers/local';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ProviderName, SandboxProvider, TaggedSandbox } from '../providers/types';
 import type { Provisioner } from './provisioning';
@@ -236,7 +236,7 @@ export function createReconciler(options: ReconcilerOptions) {
    */
   /** Why a session whose entry exited on its own failed: the exit and the last lines of its log. */
   async function entryFailure(providerSandboxId: string, exit: EntryExit): Promise<string> {
-    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code ?? 'unknown'}`;
+    const how = describeEntryExit(exit);
     const provider = options.providers.has('LOCAL') ? options.providers.get('LOCAL') : null;
     const tail = await provider?.logTail?.(providerSandboxId, FAILURE_LOG_BYTES).catch(() => null);
     const lines = tail?.trim() ? `; last lines of its log:\n${tail.trimEnd()}` : '; its log is empty';
