@@ -32,6 +32,19 @@ export interface E2eOptions {
   now?: () => number;
 }
 
+/**
+ * A session whose app is a process of the test's on the host's loopback, as one the image starts
+ * beside the daemon would be: the sandbox runs unisolated and the daemon is told the app's port (it
+ * otherwise serves only ports its sandbox's own processes hold). The LLM gateway is on.
+ */
+export function appBesideDaemon(appPort: number): E2eOptions {
+  return {
+    gateway: true,
+    daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
+    env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
+  };
+}
+
 /** The upstream key the server holds when `gateway` is set; it must never reach a sandbox. */
 export const SERVER_HELD_MODEL_KEY = 'sk-server-held-upstream-key';
 

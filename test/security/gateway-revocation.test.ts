@@ -9,7 +9,7 @@ import { RevokeTokenDocument, StopSessionDocument } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { createPreviewClient } from '../support/preview';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
 
 const WARM_REQUESTS = 5;
 
@@ -21,11 +21,7 @@ describe('a revoked credential fails at once on the cached gateway paths', () =>
 
   beforeAll(async () => {
     appPort = await freePort();
-    e = await startE2e({
-      gateway: true,
-      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-      env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
-    });
+    e = await startE2e(appBesideDaemon(appPort));
     await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
     s = await startSession(e.t, await createProject(e.t, e.repo.url));
     await waitFor(async () => {

@@ -15,7 +15,7 @@ import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { createPreviewClient, previewWebSocket, under } from '../support/preview';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
 
 interface Received {
   method: string;
@@ -79,11 +79,7 @@ describe('previews and share links reach only the app port', () => {
 
   beforeAll(async () => {
     appPort = await freePort();
-    e = await startE2e({
-      gateway: true,
-      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-      env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
-    });
+    e = await startE2e(appBesideDaemon(appPort));
     app = await startApp(appPort);
     s = await startSession(e.t, await createProject(e.t, e.repo.url));
     await waitFor(async () => {

@@ -11,7 +11,7 @@ import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
 import { launchBrowser } from './helpers';
 
 /** The attacker's app: reports what it can reach, and registers a worker over the widest scope. */
@@ -57,11 +57,7 @@ describe('a previewed app cannot reach the dashboard', () => {
 
   beforeAll(async () => {
     appPort = await freePort();
-    e = await startE2e({
-      gateway: true,
-      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-      env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
-    });
+    e = await startE2e(appBesideDaemon(appPort));
     app = createServer((req, res) => {
       received.push(req.url ?? '');
       if (req.url?.startsWith('/sw.js')) {

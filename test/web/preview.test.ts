@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
 import { type WatchedPage, launchBrowser, openPage, seriousA11yViolations, summarisePng } from './helpers';
 
 const APP_PAGE = '<!doctype html><html lang="en"><title>app</title><h1>Hello from the sandbox</h1></html>';
@@ -27,11 +27,7 @@ describe('preview and share link on the session page', () => {
     // The app plays one the image starts beside the daemon: a host process the test controls, so the
     // sandbox runs unisolated on the host's loopback and the daemon is told the app's port.
     appPort = await freePort();
-    e = await startE2e({
-      gateway: true,
-      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-      env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
-    });
+    e = await startE2e(appBesideDaemon(appPort));
     app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(APP_PAGE));
     await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
     s = await startSession(e.t, await createProject(e.t, e.repo.url));
