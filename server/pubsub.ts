@@ -164,7 +164,12 @@ export function createPubSub(options: PubSubOptions): PubSub {
     async publishMany(topic, key, payloads) {
       if (payloads.length === 0) return [];
       const seqs = await log.appendMany(topic, key, payloads);
-      const envelopes = payloads.map((payload, i) => ({ topic, key, seq: seqs[i]!, payload }) as Envelope);
+      await pubsub.broadcastMany(
+        payloads.map((payload, i) => ({ topic, key, seq: seqs[i]!, payload }) as Envelope),
+      );
+      return seqs;
+    },
+    async broadcastMany(envelopes) {
       // Local subscribers first, all of them, then the broker in order (one connection: in order).
       for (const envelope of envelopes) dispatch(envelope);
       const at = Date.now();
@@ -178,7 +183,6 @@ export function createPubSub(options: PubSubOptions): PubSub {
           }),
         ),
       );
-      return seqs;
     },
     async publishSession(payload) {
       const { seq, accountSeq } = await log.appendSession(payload);

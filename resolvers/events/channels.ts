@@ -129,6 +129,11 @@ export interface PubSub {
     payload: Channels[T],
   ): Promise<Envelope<T>>;
   broadcast(envelope: Envelope): Promise<void>;
+  /**
+   * Broadcasts events the caller's own statement appended (see appendManySql), in order: to this
+   * process's subscribers all at once, then to the broker.
+   */
+  broadcastMany(envelopes: readonly Envelope[]): Promise<void>;
   /** While the pub/sub is down the stream's first read fails with PUBSUB_UNAVAILABLE. */
   subscribe<T extends StreamTopic>(
     topic: T,

@@ -3,7 +3,7 @@
 // sessionEvents stream (through the event log, so seq/resume work like every other stream).
 import type { Db } from '../platform';
 import type { Logger, RawSql } from '../platform';
-import type { AgentEventPayload, PubSub } from '../events/channels';
+import type { AgentEventPayload, Channels, PubSub } from '../events/channels';
 import { assertCanWriteSession } from '../auth/authz';
 import type { Principal } from '../auth/principal';
 import { assertDaemon } from '../auth/policy';
@@ -183,6 +183,13 @@ export interface ConversationRecord {
     events: readonly Json[],
     attachmentUrl: (messageId: string, partId: string) => string,
   ): Promise<void>;
+  /** ingest, with `logged` appended to the session's sessionEvents in the same statement; their seqs. */
+  ingestAndLog(
+    sessionId: string,
+    events: readonly Json[],
+    attachmentUrl: (messageId: string, partId: string) => string,
+    logged: readonly Channels['sessionEvents'][],
+  ): Promise<number[]>;
   messages(principal: Principal, session: { id: string; accountId: string }): Promise<MessageView[]>;
 }
 
@@ -350,16 +357,14 @@ export function createConversationService(options: ConversationServiceOptions) {
         const event = agentEventFrom(obj(json), url);
         if (event) mapped.push(event);
       });
-      // The record first: an event in the log is always in the record too, so a replay the log can
-      // no longer serve is served from the record (replayFromRecord). Appends enter the event log's
-      // queue in call order, so seqs follow OpenCode's order; the daemon sends its next batch only
-      // after this answer.
-      await options.record.ingest(sessionId, raw, url);
-      // One append for the whole batch: seqs in OpenCode's order, one statement per report.
-      await pubsub.publishMany(
-        'sessionEvents',
-        sessionId,
-        mapped.map((event) => ({ sessionId, accountId: principal.accountId, event })),
+      // The record and the event log in one statement: an event in the log is always in the record
+      // too, so a replay the log can no longer serve is served from the record (replayFromRecord).
+      // The cursor row orders appends, so seqs follow OpenCode's order; the daemon sends its next
+      // batch only after this answer.
+      const logged = mapped.map((event) => ({ sessionId, accountId: principal.accountId, event }));
+      const seqs = await options.record.ingestAndLog(sessionId, raw, url, logged);
+      await pubsub.broadcastMany(
+        logged.map((payload, i) => ({ topic: 'sessionEvents', key: sessionId, seq: seqs[i]!, payload })),
       );
       return { accepted: mapped.length };
     },

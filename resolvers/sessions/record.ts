@@ -8,6 +8,7 @@ import { authorize } from '../auth/policy';
 import { assertCanReadSession, assertHuman, assertScope } from '../auth/authz';
 import { ConflictError, NotFoundError } from '../errors';
 import { parseId } from '../ids';
+import { appendManySql } from '../events/event-log';
 import { type MessagePartView, type MessageView, partView } from '../gateway/conversation';
 
 type Json = Record<string, unknown>;
@@ -180,8 +181,7 @@ export function recordWrites(
 
 // Data-modifying CTEs of one statement see the same snapshot: recordWrites never sends one row to
 // two of them (a part set in this batch takes its deltas in JS; removals drop the batch's writes).
-const WRITE = `
-WITH t AS (
+const WRITE_CTES = `t AS (
   SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamp(3)[], $6::timestamp(3)[])
     WITH ORDINALITY AS t("messageId", "role", "error", "createdAt", "completedAt", "ord")
 ), m AS (
@@ -220,8 +220,53 @@ WITH t AS (
 ), rp AS (
   DELETE FROM "SessionRecordPart" WHERE "sessionId" = $1::uuid
     AND ("partId" = ANY($14::text[]) OR "messageId" = ANY($13::text[])) RETURNING 1
-)
+)`;
+
+const WRITE = `WITH ${WRITE_CTES}
 SELECT (SELECT count(*) FROM m)::int + (SELECT count(*) FROM p)::int AS "n"`;
+
+/**
+ * The record's write and the batch's sessionEvents, appended to the event log, in one statement: an
+ * event in the log is always in the record (a replay the log no longer serves is served from the
+ * record), and a report costs one round trip to the database, not two. $15: the events' payloads.
+ */
+const WRITE_AND_LOG = appendManySql(
+  `${WRITE_CTES}, input AS (
+  SELECT 'sessionEvents'::text AS "topic", $1::uuid::text AS "key", e."payload", e."ord"
+  FROM unnest($15::jsonb[]) WITH ORDINALITY AS e("payload", "ord")
+)`,
+);
+
+function emptyWrites(w: RecordWrites): boolean {
+  return (
+    w.messages.length +
+      w.parts.length +
+      w.deltas.length +
+      w.removedMessages.length +
+      w.removedParts.length ===
+    0
+  );
+}
+
+/** $1 … $14 of WRITE_CTES. */
+function writeParams(sessionId: string, w: RecordWrites, maxChars: number): unknown[] {
+  return [
+    sessionId,
+    w.messages.map((m) => m.messageId),
+    w.messages.map((m) => m.role),
+    w.messages.map((m) => m.error),
+    w.messages.map((m) => m.createdAt?.toISOString() ?? null),
+    w.messages.map((m) => m.completedAt?.toISOString() ?? null),
+    w.parts.map((p) => p.partId),
+    w.parts.map((p) => p.messageId),
+    w.parts.map((p) => JSON.stringify(p.data)),
+    w.deltas.map((d) => d.partId),
+    w.deltas.map((d) => d.delta),
+    maxChars,
+    w.removedMessages,
+    w.removedParts,
+  ];
+}
 
 export interface SessionRecordOptions {
   db: Db;
@@ -287,35 +332,30 @@ export function createSessionRecord(options: SessionRecordOptions) {
       attachmentUrl: (messageId: string, partId: string) => string,
     ): Promise<void> {
       const w = recordWrites(events, attachmentUrl, maxChars);
-      if (
-        w.messages.length +
-          w.parts.length +
-          w.deltas.length +
-          w.removedMessages.length +
-          w.removedParts.length ===
-        0
-      )
-        return;
-      await sql.query(
-        WRITE,
-        [
-          sessionId,
-          w.messages.map((m) => m.messageId),
-          w.messages.map((m) => m.role),
-          w.messages.map((m) => m.error),
-          w.messages.map((m) => m.createdAt?.toISOString() ?? null),
-          w.messages.map((m) => m.completedAt?.toISOString() ?? null),
-          w.parts.map((p) => p.partId),
-          w.parts.map((p) => p.messageId),
-          w.parts.map((p) => JSON.stringify(p.data)),
-          w.deltas.map((d) => d.partId),
-          w.deltas.map((d) => d.delta),
-          maxChars,
-          w.removedMessages,
-          w.removedParts,
-        ],
-        { prepared: 'session-record-write' },
+      if (emptyWrites(w)) return;
+      await sql.query(WRITE, writeParams(sessionId, w, maxChars), { prepared: 'session-record-write' });
+    },
+
+    /**
+     * ingest, and the events `logged` appended to the session's sessionEvents stream in the same
+     * statement (in this order); returns their seqs. Broadcast them once this resolved.
+     */
+    async ingestAndLog(
+      sessionId: string,
+      events: readonly Json[],
+      attachmentUrl: (messageId: string, partId: string) => string,
+      logged: readonly unknown[],
+    ): Promise<number[]> {
+      const w = recordWrites(events, attachmentUrl, maxChars);
+      if (logged.length === 0 && emptyWrites(w)) return [];
+      const rows = await sql.query<{ ord: number; seq: number }>(
+        WRITE_AND_LOG,
+        [...writeParams(sessionId, w, maxChars), logged.map((payload) => JSON.stringify(payload))],
+        { prepared: 'session-record-write-and-log' },
       );
+      const seqs = new Array<number>(logged.length);
+      for (const row of rows) seqs[Number(row.ord) - 1] = Number(row.seq);
+      return seqs;
     },
 
     /** Session.messages: the record, oldest first. */
