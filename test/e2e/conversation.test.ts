@@ -163,4 +163,62 @@ describe('talking to the agent over GraphQL', () => {
     );
     expect(bySandbox.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
   });
+  test('batches reported in a burst reach a subscriber whole and in order; a new socket resumes after its last seq', async () => {
+    const report = async (batch: object[]) => {
+      const res = await fetch(e.t.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${s.token}` },
+        body: JSON.stringify({
+          query:
+            'mutation($input: ReportAgentEventsInput!) { reportAgentEvents(input: $input) { ... on ReportAgentEventsSuccess { accepted } } }',
+          variables: { input: { sessionId: s.sessionId, events: batch.map((ev) => JSON.stringify(ev)) } },
+        }),
+      });
+      const body = (await res.json()) as { data?: { reportAgentEvents?: { accepted?: number } } };
+      expect(body.data?.reportAgentEvents?.accepted).toBe(batch.length);
+    };
+    const ids = { sessionID: 'ses_burst', messageID: 'msg_burst' };
+    const part = {
+      type: 'message.part.updated',
+      properties: { part: { ...ids, id: 'prt_burst', type: 'text', text: '' } },
+    };
+    const words = Array.from({ length: 600 }, (_, i) => `w${i} `);
+    const delta = (text: string) => ({
+      type: 'message.part.delta',
+      properties: { ...ids, partID: 'prt_burst', field: 'text', delta: text },
+    });
+
+    const first = openSocket(e.t.wsUrl, pat);
+    const live = watch(first, SessionEventsDocument, { sessionId: s.sessionId });
+    // The part (again) until the live-only subscription shows it: it is live from then on.
+    await waitFor(async () => {
+      await report([part]);
+      return live.events.length > 0;
+    }, 30_000);
+    for (let i = 0; i < words.length; i += 100) await report(words.slice(i, i + 100).map(delta));
+    // A part event of the loop above may still arrive after the first: the deltas follow them all.
+    const deltas = () => live.events.filter((r) => r.data.sessionEvents.kind === 'TEXT_DELTA');
+    await waitFor(async () => deltas().length >= words.length, 60_000);
+    const got = deltas();
+    expect(got.map((r) => r.data.sessionEvents.delta)).toEqual(words);
+    expect(got.map((r) => r.seq)).toEqual(got.map((_, i) => got[0]!.seq + i));
+    expect(got.map((r) => r.data.sessionEvents.seq)).toEqual(got.map((r) => r.seq));
+
+    // A client that lost its socket after the 250th delta resumes on a new one, from that seq.
+    await first.dispose();
+    const second = openSocket(e.t.wsUrl, pat);
+    try {
+      const resumed = watch(second, SessionEventsDocument, { sessionId: s.sessionId, after: got[249]!.seq });
+      const rest = await resumed.waitForEvents(words.length - 250, 30_000);
+      expect(rest.map((r) => r.data.sessionEvents.delta)).toEqual(words.slice(250));
+      expect(rest.map((r) => r.seq)).toEqual(got.slice(250).map((r) => r.seq));
+    } finally {
+      await second.dispose();
+    }
+
+    // The record holds every delta of the part, in order.
+    const page = await e.t.request(SessionMessagesDocument, { id: s.sessionId, first: 50 }, pat);
+    const parts = page.data!.session!.messages.edges.flatMap((edge) => edge.node.parts);
+    expect(parts.find((p) => p.id === 'prt_burst')?.text).toBe(words.join(''));
+  });
 });
