@@ -56,7 +56,7 @@ export const LABEL_API_PORT = 'singulacomp.api-port';
 export const DEFAULT_RUNTIME_IMAGE_REPO = 'localhost/singulacomp-runtime';
 export const SNAPSHOT_IMAGE_REPO = 'localhost/singulacomp-snapshot';
 /** Where the bridge script lives inside the runtime image (and so inside every sandbox image). */
-export const BRIDGE_IN_IMAGE = `${RUNTIME_DIR}/local-bridge.ts`;
+export const BRIDGE_IN_IMAGE = `${RUNTIME_DIR}/local-bridge.mjs`;
 export const SANDBOX_HOME = '/home/sandbox';
 /** uid:gid the sandbox runs as; owns the workspace and home directories on the host. */
 export const DEFAULT_SANDBOX_USER = { uid: 1000, gid: 1000 };
@@ -205,7 +205,7 @@ export class DockerProvider implements SandboxProvider {
     const runtime = files.filter((f) => f.path.startsWith('runtime/') || f.path.startsWith('bin/'));
     if (!runtime.some((f) => f.path.startsWith('bin/')))
       throw new Error(`${this.options.runtimeDir} holds no runtime package (run npm run build:runtime)`);
-    runtime.push({ path: 'runtime/local-bridge.ts', mode: 0o644, source: BRIDGE_SCRIPT });
+    runtime.push({ path: 'runtime/local-bridge.mjs', mode: 0o644, source: BRIDGE_SCRIPT });
     if (!this.packageFloor) {
       const node = this.options.nodeBinary ?? process.execPath;
       const opencode =
@@ -538,7 +538,7 @@ export class DockerProvider implements SandboxProvider {
           name: this.containerName(request.sandboxId),
           Image: image,
           User: `${DEFAULT_SANDBOX_USER.uid}:${DEFAULT_SANDBOX_USER.gid}`,
-          Entrypoint: ['node', '--experimental-strip-types', '--no-warnings', BRIDGE_IN_IMAGE],
+          Entrypoint: ['node', '--no-warnings', BRIDGE_IN_IMAGE],
           Cmd: [JSON.stringify(spec), ...entry],
           Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
           WorkingDir: SANDBOX_WORKSPACE,

@@ -16,7 +16,7 @@
 // Network: the sandbox's namespace has loopback only, so PostgreSQL, Redis and every other
 // host-local service are out of reach by construction. What it may reach (the API, plus ports an
 // operator lists, e.g. a model endpoint) is forwarded over Unix sockets the server listens on in
-// the sandbox's run dir (see local-bridge.ts); the daemon's service port comes back the same way.
+// the sandbox's run dir (see local-bridge.mjs); the daemon's service port comes back the same way.
 // Unix sockets cross network namespaces and need no privileges, so this works for a root and a
 // rootless server alike, unlike veth pairs (root, plus firewall rules to keep the host's other
 // loopback services out).
@@ -286,7 +286,7 @@ export async function openHostBridges(options: HostBridgeOptions): Promise<HostB
   };
 }
 
-export const BRIDGE_SCRIPT = new URL('./local-bridge.ts', import.meta.url).pathname;
+export const BRIDGE_SCRIPT = new URL('./local-bridge.mjs', import.meta.url).pathname;
 
 /**
  * What an isolated sandbox sees of this host's software besides the system directories: Node's
