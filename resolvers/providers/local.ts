@@ -5,11 +5,10 @@
 // and home; without it a sandbox runs as the server's user and can read what the server can. A root
 // server runs each isolated sandbox as an unprivileged uid of its own (local-uids.ts), which owns
 // the sandbox's workspace and home.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { promisify } from 'node:util';
+import { chmod, lchown, lstat, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { freePort } from '../../contract/ports';
 import { dirname, join } from 'node:path';
 import { ProviderValidationError } from './errors';
@@ -126,7 +125,22 @@ export async function processStartTicks(pid: number): Promise<string | null> {
   }
 }
 
-const execFileAsync = promisify(execFile);
+/**
+ * `chown -R` without a process per sandbox: every entry below `path` given to uid:gid, links
+ * themselves and never what they point to (lchown, and only real directories are descended into).
+ */
+export async function chownTree(path: string, uid: number, gid: number): Promise<void> {
+  await lchown(path, uid, gid);
+  if (!(await lstat(path)).isDirectory()) return;
+  const entries = await readdir(path, { withFileTypes: true });
+  await Promise.all(
+    entries.map((entry) =>
+      entry.isDirectory()
+        ? chownTree(join(path, entry.name), uid, gid)
+        : lchown(join(path, entry.name), uid, gid),
+    ),
+  );
+}
 
 function alive(pid: number): boolean {
   try {
@@ -231,7 +245,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     const dir = dirOf(id);
     await mkdir(join(dir, 'home'), { recursive: true });
     for (const sub of ['workspace', 'home']) {
-      await execFileAsync('chown', ['-R', `${identity.uid}:${identity.gid}`, join(dir, sub)]);
+      await chownTree(join(dir, sub), identity.uid, identity.gid);
       await chmod(join(dir, sub), 0o700);
     }
     config.identity = identity;

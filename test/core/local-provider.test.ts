@@ -1,10 +1,21 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { createGitService } from '../../resolvers/git/git';
-import { createLocalProvider } from '../../resolvers/providers/local';
+import { chownTree, createLocalProvider } from '../../resolvers/providers/local';
 import { createUidAllocator } from '../../resolvers/providers/local-uids';
 import { killByEnvironment, pidsWithEnvironment } from '../../resolvers/providers/process-tree';
 import { createTestRepo } from '../support/git';
@@ -156,4 +167,26 @@ test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its o
   await provider.destroy(created.providerSandboxId);
   expect(readdirSync(claimsDir)).toEqual([]);
   rmSync(root, { recursive: true, force: true });
+});
+
+test("chownTree gives a sandbox's tree to its uid, links themselves and never what they point to", async () => {
+  const root = mkdtempSync(join(tmpdir(), 'sc-chown-'));
+  try {
+    const tree = join(root, 'workspace');
+    const outside = join(root, 'outside');
+    mkdirSync(join(tree, 'src', 'deep'), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(join(tree, 'src', 'deep', 'file.txt'), 'x');
+    writeFileSync(join(outside, 'secret'), 'y');
+    symlinkSync(outside, join(tree, 'link-to-dir'));
+    symlinkSync(join(outside, 'secret'), join(tree, 'src', 'link-to-file'));
+    await chownTree(tree, 54_321, 54_322);
+    for (const path of ['', 'src', 'src/deep', 'src/deep/file.txt', 'link-to-dir', 'src/link-to-file']) {
+      const stat = lstatSync(join(tree, path));
+      expect([path, stat.uid, stat.gid]).toEqual([path, 54_321, 54_322]);
+    }
+    for (const path of [outside, join(outside, 'secret')]) expect(statSync(path).uid).toBe(0);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
