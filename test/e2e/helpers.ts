@@ -7,6 +7,7 @@ import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '..
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
+import { type LiveSession, createProject, startSession } from '../leases/helpers';
 import { testRunEnv } from '../support/test-run';
 import { waitFor } from '../support/wait';
 
@@ -175,4 +176,18 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
       for (const key of Object.keys(daemonEnv)) delete process.env[key];
     },
   };
+}
+
+/** A project of the e2e's repository and a session on it whose agent is ready (OpenCode answers). */
+export async function startReadySession(e: E2e): Promise<LiveSession> {
+  const s = await startSession(e.t, await createProject(e.t, e.repo.url));
+  await waitFor(
+    async () => {
+      const v = await e.t.raw({ query: `{ session(id: "${s.sessionId}") { agentReady } }` });
+      return (v.data as { session: { agentReady: boolean } } | null)?.session.agentReady;
+    },
+    90_000,
+    'the agent to be ready',
+  );
+  return s;
 }

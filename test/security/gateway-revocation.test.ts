@@ -6,10 +6,9 @@ import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { RevokeTokenDocument, StopSessionDocument } from '../generated/graphql';
-import { type LiveSession, createProject, startSession } from '../leases/helpers';
+import type { LiveSession } from '../leases/helpers';
 import { createPreviewClient } from '../support/preview';
-import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon, startReadySession } from '../e2e/helpers';
 
 const WARM_REQUESTS = 5;
 
@@ -23,11 +22,7 @@ describe('a revoked credential fails at once on the cached gateway paths', () =>
     appPort = await freePort();
     e = await startE2e(appBesideDaemon(appPort));
     await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
-    s = await startSession(e.t, await createProject(e.t, e.repo.url));
-    await waitFor(async () => {
-      const v = await e.t.raw({ query: `{ session(id: "${s.sessionId}") { agentReady } }` });
-      return (v.data as { session: { agentReady: boolean } } | null)?.session.agentReady;
-    }, 90_000);
+    s = await startReadySession(e);
   }, E2E_SETUP_TIMEOUT_MS);
   afterAll(async () => {
     app.closeAllConnections();

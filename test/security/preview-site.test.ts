@@ -12,10 +12,9 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
-import { type LiveSession, createProject, startSession } from '../leases/helpers';
+import type { LiveSession } from '../leases/helpers';
 import { createPreviewClient, previewWebSocket, under } from '../support/preview';
-import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon, startReadySession } from '../e2e/helpers';
 
 interface Received {
   method: string;
@@ -81,11 +80,7 @@ describe('previews and share links reach only the app port', () => {
     appPort = await freePort();
     e = await startE2e(appBesideDaemon(appPort));
     app = await startApp(appPort);
-    s = await startSession(e.t, await createProject(e.t, e.repo.url));
-    await waitFor(async () => {
-      const v = await e.t.raw({ query: `{ session(id: "${s.sessionId}") { agentReady } }` });
-      return (v.data as { session: { agentReady: boolean } } | null)?.session.agentReady;
-    }, 90_000);
+    s = await startReadySession(e);
     const db = e.t.app.services.db;
     const sandbox = await db.sandbox.findUniqueOrThrow({ where: { id: s.sandboxId } });
     servicePort = Number(new URL(sandbox.serviceUrl!).port);

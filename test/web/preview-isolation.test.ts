@@ -9,9 +9,9 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
 import { CreateShareLinkDocument, SandboxPreviewUrlDocument } from '../generated/graphql';
-import { type LiveSession, createProject, startSession } from '../leases/helpers';
+import type { LiveSession } from '../leases/helpers';
 import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon, startReadySession } from '../e2e/helpers';
 import { launchBrowser } from './helpers';
 
 /** The attacker's app: reports what it can reach, and registers a worker over the widest scope. */
@@ -70,11 +70,7 @@ describe('a previewed app cannot reach the dashboard', () => {
       }
     });
     await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
-    s = await startSession(e.t, await createProject(e.t, e.repo.url));
-    await waitFor(async () => {
-      const v = await e.t.raw({ query: `{ session(id: "${s.sessionId}") { agentReady } }` });
-      return (v.data as { session: { agentReady: boolean } } | null)?.session.agentReady;
-    }, 90_000);
+    s = await startReadySession(e);
     browser = await launchBrowser();
   }, E2E_SETUP_TIMEOUT_MS);
   afterAll(async () => {

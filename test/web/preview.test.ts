@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../contract/ports';
-import { type LiveSession, createProject, startSession } from '../leases/helpers';
-import { waitFor } from '../support/wait';
-import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon } from '../e2e/helpers';
+import type { LiveSession } from '../leases/helpers';
+import { E2E_SETUP_TIMEOUT_MS, type E2e, startE2e, appBesideDaemon, startReadySession } from '../e2e/helpers';
 import { type WatchedPage, launchBrowser, openPage, seriousA11yViolations, summarisePng } from './helpers';
 
 const APP_PAGE = '<!doctype html><html lang="en"><title>app</title><h1>Hello from the sandbox</h1></html>';
@@ -30,11 +29,7 @@ describe('preview and share link on the session page', () => {
     e = await startE2e(appBesideDaemon(appPort));
     app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(APP_PAGE));
     await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
-    s = await startSession(e.t, await createProject(e.t, e.repo.url));
-    await waitFor(async () => {
-      const v = await e.t.raw({ query: `{ session(id: "${s.sessionId}") { agentReady } }` });
-      return (v.data as { session: { agentReady: boolean } } | null)?.session.agentReady;
-    }, 90_000);
+    s = await startReadySession(e);
     browser = await launchBrowser();
     w = await openPage(browser);
     await w.context.addInitScript({
