@@ -284,6 +284,16 @@ export function composeSandboxDockerfile(
   const userShell = finalStageInstructions.some((instruction) => instruction.keyword === 'SHELL');
   const resetShell = !packaged || userShell;
 
+  // Both layers end alike: the workspace, the service port, the user's own USER again, our entry.
+  const closing = [
+    `ENV SINGULACOMP_WORKSPACE=${SANDBOX_WORKSPACE}`,
+    `WORKDIR ${SANDBOX_WORKSPACE}`,
+    `EXPOSE ${SANDBOX_SERVICE_PORT}`,
+    ...(restoreUser !== null ? [`USER ${restoreUser}`] : []),
+    `ENTRYPOINT ["${ENTRYPOINT_BINARY}"]`,
+    'CMD []',
+  ];
+
   if (!packageFloor) {
     // Everything from the runtime image, nothing downloaded: its /opt/singulacomp/bin/ carries
     // Node.js and OpenCode.
@@ -301,12 +311,7 @@ export function composeSandboxDockerfile(
         'true',
       ]),
       `ENV PATH="\${PATH}:${PREFIX}/bin"`,
-      `ENV SINGULACOMP_WORKSPACE=${SANDBOX_WORKSPACE}`,
-      `WORKDIR ${SANDBOX_WORKSPACE}`,
-      `EXPOSE ${SANDBOX_SERVICE_PORT}`,
-      ...(restoreUser !== null ? [`USER ${restoreUser}`] : []),
-      `ENTRYPOINT ["${ENTRYPOINT_BINARY}"]`,
-      'CMD []',
+      ...closing,
     ];
     return { ok: true, dockerfile: `${text}\n${minimal.join('\n')}\n`, finalStage, warnings };
   }
@@ -361,12 +366,7 @@ export function composeSandboxDockerfile(
       'cd /; rm -rf "$tmp"',
     ]),
     packaged ? `ENV PATH=\${PATH}:${PREFIX}/bin` : `ENV PATH="\${PATH}:${PREFIX}/bin"`,
-    `ENV SINGULACOMP_WORKSPACE=${SANDBOX_WORKSPACE}`,
-    `WORKDIR ${SANDBOX_WORKSPACE}`,
-    `EXPOSE ${SANDBOX_SERVICE_PORT}`,
-    ...(restoreUser !== null ? [`USER ${restoreUser}`] : []),
-    `ENTRYPOINT ["${ENTRYPOINT_BINARY}"]`,
-    'CMD []',
+    ...closing,
   ];
   return { ok: true, dockerfile: `${text}\n${layer.join('\n')}\n`, finalStage, warnings };
 }
