@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { DockerProvider } from '../../resolvers/providers/docker';
 import { buildRuntimePackage } from '../../scripts/build-runtime';
-import { OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
+import { GATEWAY_OPENCODE_CONFIG, OFFLINE_OPENCODE_ENV } from '../fixtures/opencode-project';
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { ProviderSyncManifestDocument } from '../generated/graphql';
 import { createProject } from '../leases/helpers';
@@ -46,14 +46,7 @@ export async function startDockerE2e(
     'singulacomp.yaml': `sandbox:\n  default: app\n  templates:\n    - slug: app\n      name: App\n      dockerfile: Dockerfile\n      cpu: 1\n      memory: ${options.memoryGiB ?? 2}\n      disk: 5\n`,
     // A label unique to this run keeps its snapshot key (and image) its own on the shared engine.
     Dockerfile: `FROM ${base}\nLABEL test.run=${Date.now()}-${process.pid}\nCOPY README.md /opt/readme.md\n`,
-    '.opencode/opencode.json': `${JSON.stringify({
-      $schema: 'https://opencode.ai/config.json',
-      autoupdate: false,
-      share: 'disabled',
-      model: 'singulacomp/stub-model',
-      small_model: 'singulacomp/stub-model',
-      enabled_providers: ['singulacomp'],
-    })}\n`,
+    '.opencode/opencode.json': `${JSON.stringify(GATEWAY_OPENCODE_CONFIG)}\n`,
   });
   let app: TestApp | null = null;
   let apiPort = 0;

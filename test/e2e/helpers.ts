@@ -3,7 +3,12 @@
 // cleanup of every process a sandbox left behind.
 import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { OFFLINE_OPENCODE_ENV, OPENCODE_CONFIG_SUBDIR, opencodeConfig } from '../fixtures/opencode-project';
+import {
+  GATEWAY_OPENCODE_CONFIG,
+  OFFLINE_OPENCODE_ENV,
+  OPENCODE_CONFIG_SUBDIR,
+  opencodeConfig,
+} from '../fixtures/opencode-project';
 import { type StubModel, startStubModel } from '../fixtures/stub-model';
 import { type TestApp, startTestApp } from '../support/app';
 import { type TestRepo, createTestRepo } from '../support/git';
@@ -74,16 +79,7 @@ export function localDaemonEnv(extra: Record<string, string> = {}): Record<strin
 
 export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
   const stub = await startStubModel({ reply: 'Done.' });
-  const config = options.gateway
-    ? {
-        $schema: 'https://opencode.ai/config.json',
-        autoupdate: false,
-        share: 'disabled',
-        model: 'singulacomp/stub-model',
-        small_model: 'singulacomp/stub-model',
-        enabled_providers: ['singulacomp'],
-      }
-    : opencodeConfig({ baseURL: stub.baseURL });
+  const config = options.gateway ? GATEWAY_OPENCODE_CONFIG : opencodeConfig({ baseURL: stub.baseURL });
   const repo = createTestRepo({
     'README.md': '# e2e\n',
     [join(OPENCODE_CONFIG_SUBDIR, 'opencode.json')]: `${JSON.stringify(config, null, 2)}\n`,
