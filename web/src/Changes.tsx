@@ -2,6 +2,7 @@
 // server's git mirror: it shows the same before and after the session stops.
 import { useQuery } from 'urql';
 import { Problem, problemFromError } from './errors';
+import { RefreshButton } from './RefreshButton';
 import { type FileChangeFieldsFragment, SessionChangesDocument } from './generated/graphql';
 import { Diff } from './ToolCall';
 
@@ -13,14 +14,7 @@ export function Changes({ sessionId }: { sessionId: string }) {
     <section aria-labelledby="changes-title" data-testid="changes">
       <div className="section-head">
         <h2 id="changes-title">Changes</h2>
-        <button
-          type="button"
-          className="secondary"
-          disabled={result.fetching}
-          onClick={() => refetch({ requestPolicy: 'network-only' })}
-        >
-          {result.fetching ? 'Reading…' : 'Refresh'}
-        </button>
+        <RefreshButton fetching={result.fetching} refetch={refetch} busyLabel="Reading…" />
       </div>
       {result.error && <Problem problem={problemFromError(result.error)} />}
       {session && !changes && (

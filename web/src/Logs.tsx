@@ -3,6 +3,7 @@
 import { useEffect } from 'react';
 import { useQuery } from 'urql';
 import { Problem, problemFromError } from './errors';
+import { RefreshButton } from './RefreshButton';
 import { SandboxLogsDocument } from './generated/graphql';
 
 const POLL_MS = 5_000;
@@ -23,14 +24,7 @@ export function Logs({ sandboxId, live }: { sandboxId: string; live: boolean }) 
     <section aria-labelledby="logs-title" data-testid="logs">
       <div className="section-head">
         <h2 id="logs-title">Logs</h2>
-        <button
-          type="button"
-          className="secondary"
-          disabled={result.fetching}
-          onClick={() => refetch({ requestPolicy: 'network-only' })}
-        >
-          Refresh
-        </button>
+        <RefreshButton fetching={result.fetching} refetch={refetch} />
       </div>
       {result.error && <Problem problem={problemFromError(result.error)} />}
       <p className="muted">
