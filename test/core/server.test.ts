@@ -12,6 +12,25 @@ import { type TestApp, startTestApp } from '../support/app';
 import { type TestDatabase, createTestDatabase, withClient } from '../support/database';
 import { waitFor } from '../support/wait';
 
+/**
+ * The server (in this process) has a request once Node hands it to the request listener; Node
+ * publishes that moment on a diagnostics channel, matched here by the request's x-test-request
+ * header. `received` settles then, and the listener goes.
+ */
+function requestArrival(): { marker: string; received: Promise<void> } {
+  const marker = randomUUID();
+  let arrived!: () => void;
+  const received = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  const onRequestStart = (message: unknown) => {
+    if ((message as { request: IncomingMessage }).request.headers['x-test-request'] === marker) arrived();
+  };
+  subscribe('http.server.request.start', onRequestStart);
+  void received.then(() => unsubscribe('http.server.request.start', onRequestStart));
+  return { marker, received };
+}
+
 describe('health, GraphiQL and CSRF prevention', () => {
   let t: TestApp;
   let production: TestApp;
@@ -94,17 +113,7 @@ describe('graceful shutdown', () => {
       const stopping = new Promise<void>((resolve) => {
         beginStop = resolve;
       });
-      // The server (in this process) has the request once Node hands it to the request listener;
-      // Node publishes that moment on a diagnostics channel, which we match by a marker header.
-      const marker = randomUUID();
-      let arrived!: () => void;
-      const received = new Promise<void>((resolve) => {
-        arrived = resolve;
-      });
-      const onRequestStart = (message: unknown) => {
-        if ((message as { request: IncomingMessage }).request.headers['x-test-request'] === marker) arrived();
-      };
-      subscribe('http.server.request.start', onRequestStart);
+      const { marker, received } = requestArrival();
       const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = request(
           {
@@ -134,7 +143,6 @@ describe('graceful shutdown', () => {
       });
       await sent;
       await received;
-      unsubscribe('http.server.request.start', onRequestStart);
       const stopped = t.app.stop();
       beginStop();
       const answer = await response;
@@ -152,15 +160,7 @@ describe('graceful shutdown', () => {
     try {
       const { port } = new URL(t.url);
       const body = JSON.stringify({ query: '{ viewer { kind } }' });
-      const marker = randomUUID();
-      let arrived!: () => void;
-      const received = new Promise<void>((resolve) => {
-        arrived = resolve;
-      });
-      const onRequestStart = (message: unknown) => {
-        if ((message as { request: IncomingMessage }).request.headers['x-test-request'] === marker) arrived();
-      };
-      subscribe('http.server.request.start', onRequestStart);
+      const { marker, received } = requestArrival();
       const raw = () => {
         const socket = connect(Number(port), '127.0.0.1');
         let text = '';
@@ -177,7 +177,6 @@ describe('graceful shutdown', () => {
       const inFlight = raw();
       inFlight.socket.write(`${head(`x-test-request: ${marker}\r\n`)}\r\n${body.slice(0, 10)}`);
       await received;
-      unsubscribe('http.server.request.start', onRequestStart);
       const late = raw();
       late.socket.write(head(''));
       await waitFor(() => late.socket.bytesWritten > 0 && late.socket.writableLength === 0);
