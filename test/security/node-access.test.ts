@@ -3,14 +3,13 @@
 // principal of another account and a sandbox token of another session, with an error and no data.
 import { type GraphQLInterfaceType, getNamedType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decrypt } from '../../resolvers/auth/crypto';
 import { createNodeAccess, joinedProjects } from '../../resolvers/auth/node-access';
 import { parseId } from '../../resolvers/ids';
 import { schema } from '../../schema/index';
-import { CreateProjectDocument, CreateSessionDocument, SessionDocument } from '../generated/graphql';
+import { CreateProjectDocument } from '../generated/graphql';
+import { startSession } from '../leases/helpers';
 import { type TestApp, startTestApp } from '../support/app';
 import { createTestRepo } from '../support/git';
-import { waitFor } from '../support/wait';
 
 const globalId = (typename: string, id: string) => Buffer.from(`${typename}:${id}`).toString('base64');
 
@@ -27,16 +26,9 @@ describe('every Node type checks read capability', () => {
   let otherAccountToken: string;
 
   async function session(projectId: string, prompt: string) {
-    const created = await t.request(CreateSessionDocument, { input: { projectId, prompt } });
-    if (created.data?.createSession.__typename !== 'CreateSessionSuccess')
-      throw new Error(JSON.stringify(created));
-    const sessionId = created.data.createSession.session.sessionId;
-    await waitFor(async () => {
-      const r = await t.request(SessionDocument, { id: sessionId });
-      return r.data?.session?.status === 'RUNNING' ? true : null;
-    });
-    const sandbox = await t.app.services.db.sandbox.findFirstOrThrow({ where: { sessionId } });
-    return { sessionId, sandbox, token: decrypt(t.app.services.keys.encryption, sandbox.sandboxTokenEnc!) };
+    const live = await startSession(t, projectId, { prompt });
+    const sandbox = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { id: live.sandboxId } });
+    return { ...live, sandbox };
   }
 
   async function project(name: string) {
