@@ -8,13 +8,9 @@ import {
   GraphQLError,
   type ExecutionArgs,
   type ExecutionResult,
-  Kind,
   type OperationDefinitionNode,
-  createSourceEventStream,
-  subscribe as graphqlSubscribe,
 } from 'graphql';
 import { contextCacheSymbol } from '@pothos/core';
-import type { CompiledQuery } from 'graphql-jit';
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -23,6 +19,7 @@ import type { Services } from '../resolvers/services';
 import type { ConnectionHandle, Context } from '../schema/builder';
 import { UNEXPECTED_ERROR_MESSAGE, withRequestId } from './faults';
 import type { QueryCompiler } from './fast-paths/compiled-execution';
+import { isAsyncIterable, subscribeWith } from './fast-paths/compiled-subscriptions';
 import type { Logger } from './logger';
 import type { PubSub } from '../resolvers/events/channels';
 import type { EventLog } from '../resolvers/events/event-log';
@@ -74,69 +71,6 @@ export interface RealtimeServer {
   /** Open subscription streams on this process by root field (metrics). */
   subscriptionCounts(): Map<string, number>;
   close(): Promise<void>;
-}
-
-/** yoga's message for a masked error. */
-
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof (value as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';
-
-/** A subscription alone in its document: its events can run compiled (one compiled query per document). */
-function soleSubscription(args: ExecutionArgs): boolean {
-  const operations = args.document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  return operations.length === 1 && (operations[0] as OperationDefinitionNode).operation === 'subscription';
-}
-
-/**
- * graphql-js's subscribe with each event executed by the document's compiled query (graphql-jit)
- * instead of graphql-js's execute: the source stream (the field's subscribe, with its arguments)
- * is graphql-js's own. graphql-js walked the selection for every event; a session's text deltas
- * arrive by the hundred a second, and that walk was the largest part of delivering one.
- */
-async function subscribeCompiled(
-  compiled: CompiledQuery,
-  args: ExecutionArgs,
-): Promise<ExecutionResult | AsyncIterableIterator<ExecutionResult>> {
-  const source = await createSourceEventStream(args);
-  if (!isAsyncIterable(source)) return source as ExecutionResult;
-  return new CompiledEvents(
-    (source as AsyncIterable<unknown>)[Symbol.asyncIterator](),
-    compiled,
-    args.contextValue,
-    args.variableValues ?? {},
-  );
-}
-
-/** A subscription's events run through its compiled query; methods on the prototype (idle cost). */
-class CompiledEvents implements AsyncIterableIterator<ExecutionResult> {
-  constructor(
-    private readonly events: AsyncIterator<unknown>,
-    private readonly compiled: CompiledQuery,
-    private readonly contextValue: unknown,
-    private readonly variables: { [name: string]: unknown },
-  ) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  private async map(step: IteratorResult<unknown>): Promise<IteratorResult<ExecutionResult>> {
-    if (step.done) return step;
-    return { done: false, value: await this.compiled.query(step.value, this.contextValue, this.variables) };
-  }
-
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    return this.map(await this.events.next());
-  }
-
-  async return(): Promise<IteratorResult<ExecutionResult>> {
-    return this.events.return ? this.map(await this.events.return()) : { done: true, value: undefined };
-  }
-
-  async throw(error: unknown): Promise<IteratorResult<ExecutionResult>> {
-    if (!this.events.throw) throw error;
-    return this.map(await this.events.throw(error));
-  }
 }
 
 /** The root field of a subscription document's operation. */
@@ -303,7 +237,7 @@ export function createRealtimeServer(deps: {
   logger: Logger;
   /** yoga's error masker (server/faults.ts), applied here to what subscriptions deliver. */
   maskError: (error: unknown, message: string) => Error;
-  /** When set, each subscription event runs the document's compiled query (subscribeCompiled). */
+  /** When set, each subscription event runs the document's compiled query (fast-paths/compiled-subscriptions.ts). */
   compiler?: QueryCompiler | null;
   options?: RealtimeOptions;
 }): RealtimeServer {
@@ -489,9 +423,7 @@ export function createRealtimeServer(deps: {
       // operation's request id.
       subscribe: (args) =>
         withRequestId(randomUUID(), async () => {
-          const compiled =
-            deps.compiler && soleSubscription(args) ? deps.compiler.compile(args.document) : null;
-          const result = compiled ? await subscribeCompiled(compiled, args) : await graphqlSubscribe(args);
+          const result = await subscribeWith(deps.compiler ?? null, args);
           if (!isAsyncIterable(result)) return masked(result);
           freshPothosCaches(args.contextValue);
           const stream = (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
