@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { freePort } from '../../contract/ports';
 import { testRunEnv } from './test-run';
 import { waitFor } from './wait';
+import { collectOutput } from './child-output';
 
 const DEPLOY = new URL('../../deploy/nginx/', import.meta.url).pathname;
 
@@ -76,13 +77,7 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
     env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/bin', ...testRunEnv() },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = collectOutput(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const serving = async () => (await (await fetch(`${url}/__nginx`)).text()) === 'nginx';
@@ -101,17 +96,17 @@ async function startOnce(upstreams: number[]): Promise<NginxProcess> {
       timeoutMs: 20_000,
       what: 'nginx to serve',
     });
-    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}):\n${output()}`);
   } catch (error) {
     await stop();
-    throw new Error(`${(error as Error).message}\n${output}`);
+    throw new Error(`${(error as Error).message}\n${output()}`);
   }
   return {
     port,
     url,
     graphqlUrl: `${url}/graphql`,
     wsUrl: `ws://127.0.0.1:${port}/graphql`,
-    output: () => output,
+    output,
     stop,
   };
 }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { FAST_PATHS_ENV } from './env';
 import { testRunEnv } from './test-run';
 import { waitFor } from './wait';
+import { collectOutput } from './child-output';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -129,13 +130,7 @@ async function startOnce(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = collectOutput(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   try {
@@ -143,16 +138,18 @@ async function startOnce(
     await waitUntil(
       async () => child.exitCode !== null || (await fetch(`${url}/healthz`)).ok,
       options.startTimeoutMs ?? 60_000,
-      () => `server on port ${port} did not become healthy (exit ${child.exitCode}):\n${output}`,
+      () => `server on port ${port} did not become healthy (exit ${child.exitCode}):\n${output()}`,
     );
     if (child.exitCode !== null) {
-      throw new Error(`server on port ${port} exited (${child.exitCode}) before it was healthy:\n${output}`);
+      throw new Error(
+        `server on port ${port} exited (${child.exitCode}) before it was healthy:\n${output()}`,
+      );
     }
   } catch (error) {
     if (options.npmStart && child.pid) process.kill(-child.pid, 'SIGKILL');
     else child.kill('SIGKILL');
     await exited;
-    if (/EADDRINUSE/.test(output)) throw new PortTakenError((error as Error).message);
+    if (/EADDRINUSE/.test(output())) throw new PortTakenError((error as Error).message);
     throw error;
   }
   return {
@@ -162,7 +159,7 @@ async function startOnce(
     graphqlUrl: `${url}/graphql`,
     wsUrl: `ws://127.0.0.1:${port}/graphql`,
     dataDir,
-    output: () => output,
+    output,
     bootstrapToken() {
       const file = join(dataDir, 'bootstrap-token');
       return existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
