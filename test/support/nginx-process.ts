@@ -40,7 +40,7 @@ http {
   scgi_temp_path ${temp('scgi')};
   include ${join(DEPLOY, 'http.conf')};
   upstream singulacomp {
-${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
+${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=0;`).join('\n')}
     keepalive 16;
   }
   server {
