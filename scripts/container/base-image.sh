@@ -73,13 +73,22 @@ mirror() {
 tarball=$CACHE/base-$key.tar
 if [ ! -s "$tarball" ]; then
   work=$(mktemp -d "$CACHE/rootfs.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
+  # debootstrap mounts /proc (and may leave /sys, /dev/pts) inside the target and can leave them
+  # mounted; a tar or rm -rf of the tree would then walk the host's /proc (tar fails on vanished
+  # processes, a copy of /proc/kcore fills the disk). Unmount whatever is under the work tree, and
+  # neither tar nor rm ever crosses into another file system.
+  unmount_work() {
+    awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r |
+      while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
+  }
+  trap 'unmount_work; rm -rf --one-file-system "$work"' EXIT
   log "debootstrap $SUITE (minbase + $PACKAGES) from $(mirror)"
   debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/root" "$(mirror)" >"$work/log" 2>&1 ||
     {
       tail -n 30 "$work/log" >&2
       exit 1
     }
+  unmount_work
   root=$work/root
   install -m 0755 "$NODE_BIN" "$root/usr/local/bin/node"
   # Smaller image, nothing a container reads: package caches, docs, locales besides C.
@@ -89,11 +98,11 @@ if [ ! -s "$tarball" ]; then
   # The host's resolver and name are runtime concerns of the engine, not of the image.
   : >"$root/etc/resolv.conf"
   : >"$root/etc/hostname"
-  tar --numeric-owner --xattrs -C "$root" -cf "$tarball.partial" .
+  tar --one-file-system --numeric-owner --xattrs -C "$root" -cf "$tarball.partial" .
   mv "$tarball.partial" "$tarball"
   # Only the newest root file system is kept (each is about 300 MB).
   find "$CACHE" -maxdepth 1 -name 'base-*.tar' ! -name "base-$key.tar" -delete
-  rm -rf "$work"
+  rm -rf --one-file-system "$work"
   trap - EXIT
 fi
 
