@@ -3,17 +3,17 @@
 // upstream called directly; preview proxy latency and WebSocket echo round trip against the app
 // called directly; agent events per second through reportAgentEvents → sessionEvents (graphql-ws,
 // to a subscriber in a process of its own, as a browser or the CLI is) against the event log +
-// pub/sub alone.
+// pub/sub alone. The gateway's and the preview's clients, the stub upstream and the app run in a
+// process of their own (bench/support/gateway-load.ts), as callers and upstreams of a deployed
+// server do: this process holds the server under test.
 import { fork } from 'node:child_process';
-import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import WebSocket, { WebSocketServer } from 'ws';
 import { freePort } from '../contract/ports';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
-import { loopbackLookup } from '../test/support/preview';
 import { waitFor } from '../test/support/wait';
+import type { LoadMessage, LoadTask } from './support/gateway-load';
 import { type BenchResult, runIfMain } from './support/harness';
 export type { BenchResult };
 
@@ -31,101 +31,64 @@ function percentile(samples: number[], p: number): number {
 }
 const round = (ms: number): number => Math.round(ms * 1_000) / 1_000;
 
-async function pool(count: number, concurrency: number, task: () => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        next += 1;
-        await task();
-      }
-    }),
-  );
+/** The forked load process (bench/support/gateway-load.ts). */
+interface Load {
+  /** The stub upstream's base URL (`…/v1`). */
+  upstream: string;
+  llm(
+    url: string,
+    headers: Record<string, string>,
+    count: number,
+  ): Promise<{ first: number[]; total: number[] }>;
+  http(url: string, headers: Record<string, string>, count: number): Promise<number[]>;
+  ws(url: string, headers: Record<string, string>, count: number): Promise<number[]>;
+  cookie(url: string): Promise<string>;
+  stop(): void;
 }
 
-/** First byte and total of one streamed completion. */
-async function streamed(
-  url: string,
-  headers: Record<string, string>,
-): Promise<{ first: number; total: number }> {
-  const started = performance.now();
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: 'stub-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+async function forkLoad(appPort: number): Promise<Load> {
+  const child = fork(join(import.meta.dirname, 'support/gateway-load.ts'), [String(appPort)], {
+    // The bench's loader (tsx) without a profiler flag this process may have been started with:
+    // a profile of this process is the server's alone.
+    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof')),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  if (res.status !== 200)
-    throw new Error(`HTTP ${res.status} from ${url}: ${(await res.text()).slice(0, 300)}`);
-  let first = 0;
-  for await (const _chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    if (first === 0) first = performance.now() - started;
-  }
-  return { first, total: performance.now() - started };
-}
-
-async function llmSamples(url: string, headers: Record<string, string>, count: number) {
-  const first: number[] = [];
-  const total: number[] = [];
-  await pool(count, CONCURRENCY, async () => {
-    const s = await streamed(url, headers);
-    first.push(s.first);
-    total.push(s.total);
-  });
-  return { first, total };
-}
-
-async function httpSamples(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
-  const samples: number[] = [];
-  await pool(count, CONCURRENCY, async () => {
-    const started = performance.now();
-    // node:http with a loopback lookup: preview hosts are *.localhost names.
-    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(url, { headers, lookup: loopbackLookup }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end();
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  let nextId = 0;
+  let exited: Error | null = null;
+  const upstream = new Promise<string>((resolve, reject) => {
+    child.on('message', (message: LoadMessage) => {
+      if ('ready' in message) return resolve(message.ready.upstream);
+      const waiting = pending.get(message.id);
+      pending.delete(message.id);
+      if ('failed' in message) waiting?.reject(new Error(`gateway load: ${message.failed}`));
+      else waiting?.resolve(message.result);
     });
-    if (status !== 200) throw new Error(`HTTP ${status} from ${url}: ${body.slice(0, 300)}`);
-    samples.push(performance.now() - started);
-  });
-  return samples;
-}
-
-async function wsRoundTrips(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
-  const ws = new WebSocket(url, { headers, lookup: loopbackLookup } as WebSocket.ClientOptions);
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    ws.send(String(i));
-    await new Promise((resolve) => ws.once('message', resolve));
-    samples.push(performance.now() - started);
-  }
-  ws.close();
-  return samples;
-}
-
-/** The cookie a previewUrl's first visit sets (303 to the clean URL), as a Cookie header. */
-async function previewCookie(url: string): Promise<string> {
-  const setCookie = await new Promise<string[]>((resolve, reject) => {
-    const req = httpRequest(url, { lookup: loopbackLookup }, (res) => {
-      res.resume();
-      if (res.statusCode !== 303) reject(new Error(`HTTP ${res.statusCode} from the preview URL`));
-      else resolve(res.headers['set-cookie'] ?? []);
+    child.once('exit', (code) => {
+      exited = new Error(`the gateway load process exited with ${code}`);
+      reject(exited);
+      for (const waiting of pending.values()) waiting.reject(exited);
+      pending.clear();
     });
-    req.on('error', reject);
-    req.end();
   });
-  const pair = setCookie[0]?.split(';')[0];
-  if (!pair) throw new Error('the preview URL set no cookie');
-  return pair;
+  const ask = <T>(task: LoadTask): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (exited) return reject(exited);
+      nextId += 1;
+      pending.set(nextId, { resolve: resolve as (value: unknown) => void, reject });
+      child.send({ id: nextId, task });
+    });
+  return {
+    upstream: await upstream,
+    llm: (url, headers, count) => ask({ kind: 'llm', url, headers, count, concurrency: CONCURRENCY }),
+    http: (url, headers, count) => ask({ kind: 'http', url, headers, count, concurrency: CONCURRENCY }),
+    ws: (url, headers, count) => ask({ kind: 'ws', url, headers, count }),
+    cookie: (url) => ask({ kind: 'cookie', url }),
+    stop: () => {
+      if (child.connected) child.send({ stop: true });
+      else child.kill();
+    },
+  };
 }
 
 function deltaEvent(i: number): string {
@@ -279,37 +242,37 @@ export async function eventThroughput(
 }
 
 export async function run(): Promise<BenchResult[]> {
-  // The app stands in for one the image starts beside the daemon: a process here, so the sandbox
-  // runs unisolated on the host's loopback and the daemon is told the app's port (it otherwise
-  // serves only ports its sandbox's own processes hold), as in test/e2e/session-access.test.ts.
+  // The app stands in for one the image starts beside the daemon: a process of the bench's (the
+  // load process), so the sandbox runs unisolated on the host's loopback and the daemon is told
+  // the app's port (it otherwise serves only ports its sandbox's own processes hold), as in
+  // test/e2e/session-access.test.ts.
   const appPort = await freePort();
-  const e: E2e = await startE2e({
-    gateway: true,
-    daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
-    env: { SINGULACOMP_LOCAL_ISOLATION: 'none' },
-  });
-  const app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
-  const wss = new WebSocketServer({ server: app });
-  wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data)));
-  await new Promise<void>((resolve) => app.listen(appPort, '127.0.0.1', resolve));
+  const load = await forkLoad(appPort);
+  let e: E2e | null = null;
   try {
+    e = await startE2e({
+      gateway: true,
+      daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
+      // The upstream is the load process's stub, not the one startE2e starts in this process.
+      env: { SINGULACOMP_LOCAL_ISOLATION: 'none', SINGULACOMP_LLM_OPENAI_BASE_URL: load.upstream },
+    });
     const s: LiveSession = await startSession(e.t, await createProject(e.t, e.repo.url));
     const pat = { authorization: `Bearer ${e.t.adminToken}` };
     const results: BenchResult[] = [];
 
     // LLM gateway vs the stub upstream directly.
     const gateway = `${e.t.url}/v1/llm/openai/v1/chat/completions`;
-    const direct = `${e.stub.baseURL}/chat/completions`;
+    const direct = `${load.upstream}/chat/completions`;
     const sandboxAuth = { authorization: `Bearer ${s.token}` };
-    await llmSamples(gateway, sandboxAuth, 20);
-    await llmSamples(direct, {}, 20);
-    const g1 = await llmSamples(gateway, sandboxAuth, LLM_REQUESTS / 2);
-    const d1 = await llmSamples(direct, {}, LLM_REQUESTS / 2);
-    const g2 = await llmSamples(gateway, sandboxAuth, LLM_REQUESTS / 2);
-    const d2 = await llmSamples(direct, {}, LLM_REQUESTS / 2);
+    await load.llm(gateway, sandboxAuth, 20);
+    await load.llm(direct, {}, 20);
+    const g1 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
+    const d1 = await load.llm(direct, {}, LLM_REQUESTS / 2);
+    const g2 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
+    const d2 = await load.llm(direct, {}, LLM_REQUESTS / 2);
     const gw = { first: [...g1.first, ...g2.first], total: [...g1.total, ...g2.total] };
     const dd = { first: [...d1.first, ...d2.first], total: [...d1.total, ...d2.total] };
-    const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}; baseline = stub upstream directly`;
+    const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}, clients and stub in a process of their own; baseline = stub upstream directly`;
     for (const [label, key] of [
       ['first byte', 'first'],
       ['total', 'total'],
@@ -337,18 +300,18 @@ export async function run(): Promise<BenchResult[]> {
       appPort,
       'SUBDOMAIN',
     );
-    const cookie = { cookie: await previewCookie(signed.url) };
-    await httpSamples(preview, cookie, 100);
-    await httpSamples(preview, pat, 100);
-    await httpSamples(appUrl, {}, 100);
+    const cookie = { cookie: await load.cookie(signed.url) };
+    await load.http(preview, cookie, 100);
+    await load.http(preview, pat, 100);
+    await load.http(appUrl, {}, 100);
     const byCookie: number[] = [];
     const byToken: number[] = [];
     const ap: number[] = [];
     // Interleaved, so a change of the machine's load falls on all three alike.
     for (let round = 0; round < 2; round++) {
-      byCookie.push(...(await httpSamples(preview, cookie, PREVIEW_REQUESTS / 2)));
-      byToken.push(...(await httpSamples(preview, pat, PREVIEW_REQUESTS / 2)));
-      ap.push(...(await httpSamples(appUrl, {}, PREVIEW_REQUESTS / 2)));
+      byCookie.push(...(await load.http(preview, cookie, PREVIEW_REQUESTS / 2)));
+      byToken.push(...(await load.http(preview, pat, PREVIEW_REQUESTS / 2)));
+      ap.push(...(await load.http(appUrl, {}, PREVIEW_REQUESTS / 2)));
     }
     for (const [label, samples] of [
       ['preview proxy GET', byCookie],
@@ -360,29 +323,27 @@ export async function run(): Promise<BenchResult[]> {
           value: round(percentile(samples, p)),
           unit: 'ms',
           baseline: round(percentile(ap, p)),
-          note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, ${label.includes('API') ? 'API token' : 'preview cookie'}; baseline = app directly`,
+          note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, ${label.includes('API') ? 'API token' : 'preview cookie'}, clients and app in a process of their own; baseline = app directly`,
         });
       }
     }
-    const wsPreview = await wsRoundTrips(preview.replace(/^http/, 'ws'), pat, WS_ROUND_TRIPS);
-    const wsDirect = await wsRoundTrips(`ws://127.0.0.1:${appPort}/`, {}, WS_ROUND_TRIPS);
+    const wsPreview = await load.ws(preview.replace(/^http/, 'ws'), pat, WS_ROUND_TRIPS);
+    const wsDirect = await load.ws(`ws://127.0.0.1:${appPort}/`, {}, WS_ROUND_TRIPS);
     for (const p of [50, 99]) {
       results.push({
         name: `preview WebSocket echo p${p}`,
         value: round(percentile(wsPreview, p)),
         unit: 'ms',
         baseline: round(percentile(wsDirect, p)),
-        note: `${WS_ROUND_TRIPS} sequential round trips on one socket; baseline = app directly`,
+        note: `${WS_ROUND_TRIPS} sequential round trips on one socket, client and app in a process of their own; baseline = app directly`,
       });
     }
 
     results.push(await eventThroughput(e, s));
     return results;
   } finally {
-    for (const client of wss.clients) client.terminate();
-    app.closeAllConnections();
-    app.close();
-    await e.stop();
+    load.stop();
+    await e?.stop();
   }
 }
 
