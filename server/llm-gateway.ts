@@ -253,7 +253,11 @@ export function createLlmGateway(options: LlmGatewayTransportOptions) {
         out['x-accel-buffering'] = 'no';
       }
       res.writeHead(status, out);
-      res.flushHeaders();
+      // The upstream's first bytes mostly arrive with its headers (already read into the response):
+      // then ours leave with them in one write, and the caller wakes once for its first byte, not
+      // for the headers and again for the byte. Headers go ahead alone only while the body has not
+      // begun, so a slow first token still shows the caller a live answer.
+      if (response.readableLength === 0) res.flushHeaders();
 
       const tracker = new StreamUsage(route.format);
       const whole: Buffer[] = [];

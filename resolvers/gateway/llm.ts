@@ -129,6 +129,8 @@ export class StreamUsage {
   }
 
   private frame(frame: string): void {
+    // Most frames are deltas: only one naming usage is worth splitting into lines.
+    if (!frame.includes('usage')) return;
     const data = frame
       .replaceAll('\r', '')
       .split('\n')
