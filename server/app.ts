@@ -348,7 +348,11 @@ export async function buildApp(options: AppOptions = {}): Promise<App> {
   });
 
   const llmGateway = createLlmGateway({ service: services.llmGateway, logger });
-  const daemonProxy = createDaemonProxy({ daemon: services.daemon, logger });
+  const daemonProxy = createDaemonProxy({
+    daemon: services.daemon,
+    logger,
+    pipe: env.fastPaths.daemonPipe,
+  });
   const agentProxy = createAgentProxy({
     access: services.access,
     daemon: services.daemon,

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { type DaemonClient, TARGET_PORT_HEADER } from '../resolvers/daemon/daemon-client';
 import type { ProxyGrant } from '../resolvers/gateway/access';
+import { createDaemonPipe } from './fast-paths/daemon-pipe';
 import type { Logger } from './logger';
 
 export interface ForwardOptions {
@@ -79,13 +80,30 @@ export function refuseUpgrade(socket: Socket, status: number, message: string): 
   );
 }
 
-export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logger }) {
+export interface DaemonProxyOptions {
+  daemon: DaemonClient;
+  logger: Logger;
+  /**
+   * Forward HTTP requests with server/fast-paths/daemon-pipe.ts instead of http-proxy-3 (the same
+   * forwarding; WebSockets stay with the library). @default false
+   */
+  pipe?: boolean;
+}
+
+export function createDaemonProxy(options: DaemonProxyOptions) {
   const { daemon } = options;
   const log = options.logger.child({ module: 'daemon-proxy' });
   // Keep-alive to the daemons: without an agent http-proxy sends `Connection: close`, which the
   // daemon would pass on to OpenCode, and every request would pay a fresh connect.
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
   const proxy = createProxyServer({ ws: true, proxyTimeout: 0, xfwd: true, agent });
+  const pipe = options.pipe
+    ? createDaemonPipe({
+        agent,
+        onResponse: (answer, req, res) => proxy.emit('proxyRes', answer, req, res),
+        onError: (error, req, res) => proxy.emit('error', error, req, res),
+      })
+    : null;
   proxy.on('error', (error, _req, resOrSocket) => {
     log.debug({ err: error.message }, 'daemon unreachable');
     if (resOrSocket && 'writeHead' in resOrSocket) {
@@ -159,7 +177,8 @@ export function createDaemonProxy(options: { daemon: DaemonClient; logger: Logge
       forward: ForwardOptions = {},
     ) {
       const target = prepare(req, grant, path, forward);
-      proxy.web(req, res, { target, changeOrigin: true });
+      if (pipe) pipe(req, res, target);
+      else proxy.web(req, res, { target, changeOrigin: true });
     },
     ws(
       req: IncomingMessage,

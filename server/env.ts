@@ -13,7 +13,7 @@ const port = z.coerce.number().int().min(0).max(65_535);
 const ms = z.coerce.number().int().positive();
 
 /** The fast paths SINGULACOMP_FAST_PATHS names (server/fast-paths/README.md). */
-const FAST_PATHS = ['http', 'jit', 'find-many-sql', 'statement-names'] as const;
+const FAST_PATHS = ['http', 'jit', 'find-many-sql', 'statement-names', 'daemon-pipe'] as const;
 type FastPath = (typeof FAST_PATHS)[number];
 
 /** `on`, `off`, or the fast paths to keep, comma-separated (the others are off). */
@@ -356,6 +356,8 @@ function fastPathsOf(on: readonly FastPath[]) {
     findManySql: on.includes('find-many-sql'),
     /** server/fast-paths/statement-names.ts: Prisma's statements prepared once per connection. */
     statementNames: on.includes('statement-names'),
+    /** server/fast-paths/daemon-pipe.ts: previews and the agent proxy forwarded without http-proxy-3. */
+    daemonPipe: on.includes('daemon-pipe'),
   };
 }
 

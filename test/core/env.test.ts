@@ -24,10 +24,14 @@ describe('parseEnv', () => {
   });
 
   it.each([
-    [undefined, { http: true, jit: true, findManySql: true, statementNames: true }],
-    ['on', { http: true, jit: true, findManySql: true, statementNames: true }],
-    ['off', { http: false, jit: false, findManySql: false, statementNames: false }],
-    ['jit, statement-names', { http: false, jit: true, findManySql: false, statementNames: true }],
+    [undefined, { http: true, jit: true, findManySql: true, statementNames: true, daemonPipe: true }],
+    ['on', { http: true, jit: true, findManySql: true, statementNames: true, daemonPipe: true }],
+    ['off', { http: false, jit: false, findManySql: false, statementNames: false, daemonPipe: false }],
+    [
+      'jit, statement-names',
+      { http: false, jit: true, findManySql: false, statementNames: true, daemonPipe: false },
+    ],
+    ['daemon-pipe', { http: false, jit: false, findManySql: false, statementNames: false, daemonPipe: true }],
   ])('SINGULACOMP_FAST_PATHS=%s turns the fast paths on or off', (value, fastPaths) => {
     expect(parseEnv({ SINGULACOMP_FAST_PATHS: value }).fastPaths).toEqual(fastPaths);
   });
