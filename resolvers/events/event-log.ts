@@ -105,9 +105,11 @@ WITH ${ctes}, counts AS (
 SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`;
 }
 
+// $3: the payloads as one JSON array, joined from their JSON texts. As a jsonb[] node-pg escaped each
+// payload again into an array literal (every quote of the JSON), on this thread, before sending.
 const APPEND_MANY = appendManySql(
   `input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[])
+  SELECT * FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::int[]))
     WITH ORDINALITY AS t("topic", "key", "payload", "link", "ord")
 )`,
   [],
@@ -156,7 +158,7 @@ export function createEventLog(database: Database): EventLog {
         [
           batch.map((p) => p.topic),
           batch.map((p) => p.key),
-          batch.map((p) => p.payload),
+          `[${batch.map((p) => p.payload).join(',')}]`,
           // ords are 1-based: the event before the i-th (0-based) has ord i.
           batch.map((p, i) => (p.stampsPrevious ? i : null)),
         ],
