@@ -5,6 +5,9 @@
 //   ingress: <run>/ingress/service.sock  →  127.0.0.1:<servicePort> inside (the daemon)
 // Then it runs the entry command and exits with its status. It outlives SIGTERM (which reaches the
 // whole process group) until the entry has exited, so a daemon shutting down can still reach the API.
+// A held bridge (spec.held) is started while the server still prepares the workspace: it opens its
+// bridges, then runs the entry only once the line `go` arrives on its stdin, and exits without
+// running it when its stdin ends first or a signal comes (the server gave up on the sandbox, or died).
 // Plain JavaScript on node: builtins: Node runs it directly, without a loader. As TypeScript, Node's
 // type stripping alone added about 100 ms to every sandbox's start.
 import { spawn } from 'node:child_process';
@@ -17,7 +20,11 @@ import { join } from 'node:path';
  * @property {string} runDir
  * @property {number[]} egressPorts
  * @property {number} servicePort
+ * @property {boolean} [held]
  */
+
+/** What the server writes to a held bridge's stdin (BRIDGE_GO in local-isolation.ts). */
+const GO = 'go';
 
 /**
  * @param {import('node:net').Socket} a
@@ -46,6 +53,28 @@ function listen(server, target, host) {
   });
 }
 
+/**
+ * Resolves when the line `go` arrives on stdin; exits (status 1) when stdin ends before it.
+ * @returns {Promise<void>}
+ */
+function go() {
+  return new Promise((resolve) => {
+    let text = '';
+    let released = false;
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk) => {
+      text += chunk;
+      if (released || !text.split('\n').slice(0, -1).includes(GO)) return;
+      released = true;
+      process.stdin.destroy();
+      resolve();
+    });
+    process.stdin.on('end', () => {
+      if (!released) process.exit(1);
+    });
+  });
+}
+
 /** @returns {Promise<void>} */
 async function main() {
   const [specJson, ...command] = process.argv.slice(2);
@@ -66,8 +95,16 @@ async function main() {
   const ingress = createServer((client) => pipeBoth(client, connect(spec.servicePort, '127.0.0.1')));
   await listen(ingress, ingressPath);
 
+  if (spec.held) {
+    // Nothing to outlive yet: a stop before the go ends the bridge at once.
+    const stop = () => process.exit(1);
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, stop);
+    await go();
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.off(signal, stop);
+  }
   const [file, ...args] = command;
-  const child = spawn(file, args, { stdio: 'inherit' });
+  // stdin is the server's go pipe when held, else nothing: the entry gets neither.
+  const child = spawn(file, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     process.on(signal, () => {
       // The process group already delivered it to the entry; keep the bridges up until it exits.

@@ -288,6 +288,9 @@ export async function openHostBridges(options: HostBridgeOptions): Promise<HostB
 
 export const BRIDGE_SCRIPT = new URL('./local-bridge.mjs', import.meta.url).pathname;
 
+/** The line a held bridge waits for on its stdin before it runs the entry (local-bridge.mjs). */
+export const BRIDGE_GO = 'go';
+
 /**
  * What an isolated sandbox sees of this host's software besides the system directories: Node's
  * install and, of the product, only the files the daemon and the CLI run (the daemon and CLI

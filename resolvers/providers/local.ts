@@ -13,6 +13,7 @@ import { freePort } from '../../contract/ports';
 import { dirname, join } from 'node:path';
 import { ProviderValidationError } from './errors';
 import {
+  BRIDGE_GO,
   BRIDGE_SCRIPT,
   type HostBridges,
   SANDBOX_RUN_DIR,
@@ -142,6 +143,11 @@ export async function chownTree(path: string, uid: number, gid: number): Promise
   );
 }
 
+/** A launch's result as the provider interface returns it (without its hold's controls). */
+function strip({ providerSandboxId, state, serviceUrl }: ProviderSandbox): ProviderSandbox {
+  return { providerSandboxId, state, serviceUrl };
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -235,25 +241,45 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
 
   /**
    * The uid an isolated sandbox of a root server runs as: claimed once (at creation, or at the first
-   * launch of a sandbox created before uids were), kept in sandbox.json, owning its workspace and home.
+   * launch of a sandbox created before uids were) and kept in sandbox.json. Its home is given to it
+   * here; its workspace by giveTree, once the clone is in it.
    */
-  async function identityOf(id: string, config: SandboxConfig): Promise<SandboxIdentity | null> {
+  async function claimIdentity(id: string, config: SandboxConfig): Promise<SandboxIdentity | null> {
     if (isolation.mode !== 'bwrap' || process.getuid?.() !== 0) return null;
     if (config.identity) return config.identity;
     if (!isolation.uids) throw new Error('a root server needs a uid range for isolated LOCAL sandboxes');
     const identity = await isolation.uids.claim(dirOf(id));
     const dir = dirOf(id);
     await mkdir(join(dir, 'home'), { recursive: true });
-    for (const sub of ['workspace', 'home']) {
-      await chownTree(join(dir, sub), identity.uid, identity.gid);
-      await chmod(join(dir, sub), 0o700);
-    }
+    await giveTree(join(dir, 'home'), identity);
     config.identity = identity;
     await writeFile(join(dir, 'sandbox.json'), JSON.stringify(config), { mode: 0o600 });
     return identity;
   }
 
-  async function launch(id: string): Promise<ProviderSandbox> {
+  async function giveTree(path: string, identity: SandboxIdentity): Promise<void> {
+    await chownTree(path, identity.uid, identity.gid);
+    await chmod(path, 0o700);
+  }
+
+  /** claimIdentity for a sandbox whose workspace is already cloned (one created before uids were). */
+  async function identityOf(id: string, config: SandboxConfig): Promise<SandboxIdentity | null> {
+    if (config.identity) return config.identity;
+    const identity = await claimIdentity(id, config);
+    if (identity) await giveTree(join(dirOf(id), 'workspace'), identity);
+    return identity;
+  }
+
+  /**
+   * Starts the sandbox's entry. `held` (isolated sandboxes only): bubblewrap and the bridge start, but
+   * the bridge runs the entry only once `release` is called (its stdin says go), and exits without
+   * running it on `abort` (stdin ends) or when this process dies. create() starts a sandbox so while
+   * its workspace is cloned: the two processes' starts no longer wait for the clone.
+   */
+  async function launch(
+    id: string,
+    held = false,
+  ): Promise<ProviderSandbox & { release(): void; abort(): void }> {
     if (isolation.mode === 'none' && isolation.refuse) {
       throw new ProviderValidationError(isolation.refuse, { provider: 'LOCAL', operation: 'create' });
     }
@@ -313,6 +339,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
           ]),
         ],
         servicePort: config.servicePort,
+        held,
       };
       file = 'bwrap';
       args = [
@@ -336,12 +363,15 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       ];
     }
     const log = createWriteStream(join(dir, 'entry.log'), { flags: 'a' });
+    const hold = held && isolation.mode === 'bwrap';
     const child = spawn(file, args, {
       cwd: workspace,
       env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [hold ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
+    // A bridge gone before its go (it failed, or was stopped) closes the pipe under the write.
+    child.stdin?.on('error', () => {});
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     try {
@@ -372,7 +402,13 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
         sessionId: config.env.SINGULACOMP_SESSION_ID ?? null,
       });
     }
-    return { providerSandboxId: id, state: 'STARTED', serviceUrl: `http://127.0.0.1:${config.servicePort}` };
+    return {
+      providerSandboxId: id,
+      state: 'STARTED',
+      serviceUrl: `http://127.0.0.1:${config.servicePort}`,
+      release: () => child.stdin?.end(`${BRIDGE_GO}\n`),
+      abort: () => child.stdin?.end(),
+    };
   }
 
   async function stopProcess(id: string): Promise<void> {
@@ -478,22 +514,48 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       // origin is the API's git proxy and only SINGULACOMP_TOKEN is handed to it (R-GIT-1): the
       // upstream URL and its credential never enter the sandbox.
       const apiUrl = (request.env.SINGULACOMP_API_URL ?? '').replace(/\/+$/, '');
-      await options.clone(
-        { url: request.workspace.repositoryUrl, credential: request.workspace.credential ?? null },
-        request.workspace.branch,
-        join(dir, 'workspace'),
-        {
-          originUrl: `${apiUrl}/v1/git/${request.projectId}.git`,
-          config: { [`credential.${apiUrl}.helper`]: '!singulacomp git-credential' },
-        },
-      );
+      const clone = () =>
+        options.clone(
+          { url: request.workspace.repositoryUrl, credential: request.workspace.credential ?? null },
+          request.workspace.branch,
+          join(dir, 'workspace'),
+          {
+            originUrl: `${apiUrl}/v1/git/${request.projectId}.git`,
+            config: { [`credential.${apiUrl}.helper`]: '!singulacomp git-credential' },
+          },
+        );
       const servicePort = await freePort();
       const env = { ...request.env, SINGULACOMP_SERVICE_PORT: String(servicePort) };
       const apiPortInside = isolation.mode === 'bwrap' ? (options.apiPort?.() ?? undefined) : undefined;
       const config = { env, servicePort, apiPortInside, labels: request.labels };
       await writeFile(join(dir, 'sandbox.json'), JSON.stringify(config), { mode: 0o600 });
-      await identityOf(id, config);
-      return launch(id);
+      const identity = await claimIdentity(id, config);
+      const workspace = join(dir, 'workspace');
+      // Unisolated, the entry is the sandbox's first process: nothing can start before the clone.
+      if (isolation.mode !== 'bwrap') {
+        await clone();
+        return strip(await launch(id));
+      }
+      // An empty directory for bubblewrap to bind; the clone fills it. Until the tree is given to the
+      // sandbox's uid it stays root's, and only the bridge (no code of the sandbox's) runs inside.
+      await mkdir(workspace, { recursive: true });
+      const starting = launch(id, true);
+      starting.catch(() => {}); // awaited below, once the clone has settled
+      try {
+        await clone();
+        if (identity) await giveTree(workspace, identity);
+      } catch (error) {
+        const started = await starting.catch(() => null);
+        if (started) {
+          started.abort();
+          await stopGroup(id);
+          await closeBridges(id);
+        }
+        throw error;
+      }
+      const started = await starting;
+      started.release();
+      return strip(started);
     },
 
     async start(id) {
@@ -506,7 +568,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
           serviceUrl: `http://127.0.0.1:${config.servicePort}`,
         };
       }
-      return launch(id);
+      return strip(await launch(id));
     },
 
     async stop(id) {

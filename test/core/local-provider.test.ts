@@ -12,6 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { createGitService } from '../../resolvers/git/git';
@@ -166,6 +167,121 @@ test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its o
   expect(await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)).toEqual([]);
   await provider.destroy(created.providerSandboxId);
   expect(readdirSync(claimsDir)).toEqual([]);
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** An isolated provider whose clone first waits until the sandbox's bridge runs (and may then fail). */
+function heldProvider(root: string, clone: (dir: string) => Promise<unknown>, uidBase: number) {
+  return createLocalProvider({
+    rootDir: join(root, 'sandboxes'),
+    entryCommand: 'ls -A {workspace} > {home}/seen; id -u >> {home}/seen; exec sleep 600',
+    clone: (_repo, _branch, dir) => clone(dir),
+    stopGraceMs: 2_000,
+    isolation: {
+      mode: 'bwrap',
+      dataDir: root,
+      uids: createUidAllocator({ range: { first: uidBase, count: 10 }, claimsDir: join(root, 'uids') }),
+    },
+  });
+}
+
+/** The bridge of the sandbox of `sessionId` once it runs (`node <bridge script> …`). */
+async function bridgeRunning(sessionId: string): Promise<number> {
+  return waitFor(async () => {
+    for (const pid of await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (argv[1]?.endsWith('local-bridge.mjs')) return pid;
+    }
+    return null;
+  });
+}
+
+test('an isolated LOCAL sandbox starts while its workspace is cloned and runs its entry on the whole clone', async () => {
+  const repo = createTestRepo();
+  const root = mkdtempSync(join(tmpdir(), 'sc-local-'));
+  const git = createGitService({ cacheDir: join(root, 'git') });
+  await git.cutBranch({ url: repo.url }, 'main', 'session-branch');
+  const sessionId = `test-held-${Date.now()}`;
+  let bridgeBeforeClone: number | null = null;
+  const provider = heldProvider(
+    root,
+    async (dir) => {
+      bridgeBeforeClone = await bridgeRunning(sessionId);
+      // The entry has not run yet: nothing but the bridge is in the sandbox.
+      expect(existsSync(join(dir, '..', 'home', 'seen'))).toBe(false);
+      return git.cloneWorkspace({ url: repo.url }, 'session-branch', dir);
+    },
+    3_200_100,
+  );
+  const created = await provider.create({
+    sandboxId: '00000000-0000-4000-8000-000000000003',
+    sessionId,
+    projectId: 'p',
+    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
+    snapshotRef: null,
+    env: { SINGULACOMP_SESSION_ID: sessionId },
+    workspace: { repositoryUrl: repo.url, branch: 'session-branch' },
+    labels: {},
+  });
+  try {
+    expect(bridgeBeforeClone).toBeGreaterThan(0);
+    const dir = join(root, 'sandboxes', created.providerSandboxId);
+    const uid = statSync(join(dir, 'workspace')).uid;
+    expect(uid).toBeGreaterThanOrEqual(3_200_100);
+    expect(statSync(join(dir, 'workspace', 'README.md')).uid).toBe(uid);
+    const seen = await waitFor(() => {
+      const text = existsSync(join(dir, 'home', 'seen'))
+        ? readFileSync(join(dir, 'home', 'seen'), 'utf8')
+        : '';
+      return text.split('\n').length > 3 ? text : null;
+    });
+    expect(seen).toBe(`.git\nREADME.md\n${uid}\n`);
+  } finally {
+    await provider.destroy(created.providerSandboxId);
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a failed clone ends the isolated sandbox started beside it before its entry ran', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'sc-local-'));
+  const sessionId = `test-held-fail-${Date.now()}`;
+  const provider = heldProvider(
+    root,
+    async () => {
+      await bridgeRunning(sessionId);
+      throw new Error('clone refused');
+    },
+    3_200_200,
+  );
+  const create = provider.create({
+    sandboxId: '00000000-0000-4000-8000-000000000004',
+    sessionId,
+    projectId: 'p',
+    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
+    snapshotRef: null,
+    env: { SINGULACOMP_SESSION_ID: sessionId },
+    workspace: { repositoryUrl: '/nowhere', branch: 'session-branch' },
+    labels: {},
+  });
+  await expect(create).rejects.toThrow('clone refused');
+  const dir = join(root, 'sandboxes', 'local-00000000-0000-4000-8000-000000000004');
+  expect(await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)).toEqual([]);
+  expect(existsSync(join(dir, 'home', 'seen'))).toBe(false);
+  // The host's end of its network is closed too: nothing listens on its service port.
+  const { servicePort } = JSON.parse(readFileSync(join(dir, 'sandbox.json'), 'utf8')) as {
+    servicePort: number;
+  };
+  const refused = await new Promise<string>((resolve) => {
+    const socket = connect(servicePort, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+  });
+  expect(refused).toBe('ECONNREFUSED');
+  await provider.destroy('local-00000000-0000-4000-8000-000000000004');
+  expect(readdirSync(join(root, 'uids'))).toEqual([]);
   rmSync(root, { recursive: true, force: true });
 });
 
