@@ -45,6 +45,11 @@ export interface AgentOptions {
   opencodeBin?: string;
   /** Extra environment for OpenCode (merged over the daemon's own). */
   opencodeEnv?: Record<string, string>;
+  /**
+   * SINGULACOMP_LLM_MODELS: the LLM gateway's models as the server listed them. Unset: asked of the
+   * gateway before OpenCode's first start.
+   */
+  gatewayModels?: string[];
   /** SINGULACOMP_MEMORY_GUARD_PCT. @default 92 */
   memoryGuardPct?: number;
   /** @default 80 */
@@ -129,6 +134,7 @@ export class Agent {
       | 'onControlPlaneLost'
       | 'api'
       | 'clock'
+      | 'gatewayModels'
     >
   > & { opencodeBin: string; restartBackoff: BackoffOptions; eventBackoff: BackoffOptions };
   readonly log: Logger;
@@ -161,8 +167,10 @@ export class Agent {
   private readonly offloading = new Set<Promise<unknown>>();
   private started = false;
   private stopping: Promise<void> | null = null;
+  private readonly gatewayModels: readonly string[] | null;
 
   constructor(options: AgentOptions) {
+    this.gatewayModels = options.gatewayModels?.length ? options.gatewayModels : null;
     const workspace = options.workspace ?? '/workspace';
     this.options = {
       sessionId: options.sessionId,
@@ -367,7 +375,9 @@ export class Agent {
   private async configureGateway(): Promise<void> {
     const env = this.options.opencodeEnv;
     if (env.OPENCODE_CONFIG_CONTENT) return;
-    const models = await fetchGatewayModels(this.options.apiUrl, this.options.token, this.log);
+    // The server's list, when it gave one, spares OpenCode's start a round trip through the gateway.
+    const models =
+      this.gatewayModels ?? (await fetchGatewayModels(this.options.apiUrl, this.options.token, this.log));
     if (models.length === 0) return;
     env.OPENCODE_CONFIG_CONTENT = JSON.stringify(
       gatewayOpencodeConfig(this.options.apiUrl, this.options.token, models),

@@ -28,6 +28,11 @@ const envShape = {
   SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS: { type: 'number', int: true, min: 100, optional: true },
   /** Telemetry push interval (R-AG-4). */
   SINGULACOMP_TELEMETRY_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 3_600_000, optional: true },
+  /**
+   * The LLM gateway's models as the server listed them when it provisioned the sandbox (a JSON
+   * array of ids): OpenCode starts on them without the daemon asking the gateway first.
+   */
+  SINGULACOMP_LLM_MODELS: { type: 'string', min: 2, optional: true },
   /** Memory guard sampling period, below and above its fast-sampling line (R-AG-5). */
   SINGULACOMP_MEMORY_SAMPLE_MS: { type: 'number', int: true, min: 100, max: 600_000, optional: true },
   LOG_LEVEL: {
@@ -59,6 +64,7 @@ export interface AgentEnv {
   memorySampleMs?: number;
   controlPlaneTimeoutMs?: number;
   proxyExtraPorts: number[];
+  gatewayModels?: string[];
   workspace: string;
   home: string;
   opencodePort: number;
@@ -122,8 +128,16 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     SINGULACOMP_TELEMETRY_INTERVAL_MS?: number;
     SINGULACOMP_MEMORY_SAMPLE_MS?: number;
     SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS?: number;
+    SINGULACOMP_LLM_MODELS?: string;
     LOG_LEVEL: string;
   };
+  const gatewayModels =
+    e.SINGULACOMP_LLM_MODELS === undefined ? undefined : parseModels(e.SINGULACOMP_LLM_MODELS);
+  if (gatewayModels === null) {
+    throw new AgentConfigError(
+      'invalid daemon configuration:\n  SINGULACOMP_LLM_MODELS: a JSON array of model ids, at least one',
+    );
+  }
   const f = parsedFlags.data as {
     workspace?: string;
     home?: string;
@@ -151,9 +165,21 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     ...(e.SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS
       ? { controlPlaneTimeoutMs: e.SINGULACOMP_CONTROL_PLANE_TIMEOUT_MS }
       : {}),
+    ...(gatewayModels ? { gatewayModels } : {}),
     workspace: f.workspace ?? '/workspace',
     home: f.home ?? '/opt/singulacomp/home',
     opencodePort: f.opencodePort,
     ...(f.opencodeBin !== undefined ? { opencodeBin: f.opencodeBin } : {}),
   };
+}
+
+/** A non-empty JSON array of non-empty strings, else null. */
+function parseModels(text: string): string[] | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (!Array.isArray(value) || value.length === 0) return null;
+    return value.every((id) => typeof id === 'string' && id.length > 0) ? (value as string[]) : null;
+  } catch {
+    return null;
+  }
 }

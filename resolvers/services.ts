@@ -40,6 +40,7 @@ import { type DaemonClient, createDaemonClient } from './daemon/daemon-client';
 import { type AccessService, createAccessService } from './gateway/access';
 import { type ConversationService, createConversationService } from './gateway/conversation';
 import { type LlmConfig, type LlmGatewayService, createLlmGatewayService } from './gateway/llm';
+import { createGatewayModels } from './gateway/models';
 import { type SessionRecord, createSessionRecord } from './sessions/record';
 import { type WorkspaceService, createWorkspaceService } from './sessions/workspace';
 import { type SandboxInfo, createSandboxInfo } from './sessions/sandbox-info';
@@ -222,6 +223,11 @@ export function createServices(options: ServicesOptions): Services {
     heartbeatSeconds: options.config.jobs.heartbeatSeconds,
     holdMs: options.config.jobs.provisioningResumeMs,
   });
+  const gatewayModels = createGatewayModels({
+    llm: options.config.llm,
+    logger: options.logger,
+    now: options.now,
+  });
   // The lifecycle and the provisioner call each other (provision on create, fail on error).
   let sessions: SessionLifecycle;
   const provisioner = createProvisioner({
@@ -241,6 +247,7 @@ export function createServices(options: ServicesOptions): Services {
     jobs,
     installationId: () => installation.id(),
     git: options.git,
+    gatewayModels: (accountId) => gatewayModels.forAccount(accountId),
     now: options.now,
   });
   sessions = createSessionLifecycle({

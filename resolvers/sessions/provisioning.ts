@@ -70,6 +70,11 @@ export interface ProvisionerOptions {
   installationId?: () => Promise<string>;
   /** Cuts a session's branch for a job that must not assume it exists (see ProvisionJob.cutBranch). */
   git?: Pick<GitService, 'cutBranch'>;
+  /**
+   * The LLM gateway's models for an account's sandboxes (resolvers/gateway/models.ts), handed to
+   * the daemon as SINGULACOMP_LLM_MODELS; null: the daemon asks the gateway itself.
+   */
+  gatewayModels?: (accountId: string) => Promise<string[] | null>;
 }
 
 export type Provisioner = ReturnType<typeof createProvisioner>;
@@ -197,6 +202,8 @@ export function createProvisioner(options: ProvisionerOptions) {
       data: { provisioningAttempts: attempt, provisioningJobId: jobId, provisioningError: null },
     });
     await clearEarlierAttempt(sessionId, session.sandbox);
+    // Read while the sandbox row, the image and the token are prepared (a cached list is at hand).
+    const gatewayModels = options.gatewayModels?.(session.accountId).catch(() => null) ?? null;
     const providerName: ProviderName = session.template?.provider ?? session.project.provider;
     let sandboxId: string | null = null;
     let providerSandboxId: string | null = null;
@@ -309,6 +316,8 @@ export function createProvisioner(options: ProvisionerOptions) {
         SINGULACOMP_API_URL: options.apiUrl(),
         SINGULACOMP_SERVICE_PORT: '8000',
       });
+      const models = await gatewayModels;
+      if (models) env.SINGULACOMP_LLM_MODELS = JSON.stringify(models);
       const installationId = await options.installationId?.();
       const created = await provider.create({
         sandboxId: sandbox.id,

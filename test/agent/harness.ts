@@ -38,6 +38,8 @@ export interface RecordingApi {
   url: string;
   calls: RecordedCall[];
   of(operation: string): RecordedCall[];
+  /** Paths of the requests that were not GraphQL (the LLM gateway's model list), in order. */
+  otherPaths: string[];
   /** Current lease generation the fake server holds (for fencing assertions). */
   lease: { generation: number; released: boolean };
   close(): Promise<void>;
@@ -46,6 +48,7 @@ export interface RecordingApi {
 /** A small GraphQL server answering the sandbox mutations and recording every call. */
 export async function startRecordingApi(options: RecordingApiOptions): Promise<RecordingApi> {
   const calls: RecordedCall[] = [];
+  const otherPaths: string[] = [];
   const lease = { generation: 0, released: true };
   let claimed = options.alreadyClaimed ?? false;
   const sandboxId = options.sandboxId ?? randomUUID();
@@ -110,6 +113,7 @@ export async function startRecordingApi(options: RecordingApiOptions): Promise<R
     // Only GraphQL here: the LLM gateway's model list answers 404, so OpenCode keeps the
     // workspace's own provider (the stub model).
     if (!req.url?.startsWith('/graphql')) {
+      otherPaths.push(req.url ?? '');
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not here"}');
       return;
     }
@@ -136,6 +140,7 @@ export async function startRecordingApi(options: RecordingApiOptions): Promise<R
     calls,
     lease,
     of: (operation) => calls.filter((call) => call.operation === operation),
+    otherPaths,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -69,6 +69,35 @@ describe('supervisor', () => {
     );
   });
 
+  test("OpenCode starts on the gateway's models the server listed, without asking the gateway", async ({
+    startAgent,
+  }) => {
+    const h = await startAgent({ agent: { gatewayModels: ['listed-model'] } });
+    await h.agent.flushReports();
+    expect(h.states().slice(0, 2)).toEqual(['STARTING', 'HEALTHY']);
+    const environ = await readFile(`/proc/${h.agent.supervisor.current!.pid}/environ`, 'utf8');
+    const content = environ.split('\0').find((entry) => entry.startsWith('OPENCODE_CONFIG_CONTENT='));
+    const config = JSON.parse(content!.slice('OPENCODE_CONFIG_CONTENT='.length)) as {
+      provider: Record<string, { options: { baseURL: string; apiKey: string }; models: object }>;
+    };
+    expect(Object.keys(config.provider.singulacomp!.models)).toEqual(['listed-model']);
+    expect(config.provider.singulacomp!.options).toEqual({
+      baseURL: `${h.api.url}/v1/llm/openai/v1`,
+      apiKey: h.token,
+    });
+    expect(h.api.otherPaths).toEqual([]);
+  });
+
+  test('without a listed model the daemon asks the gateway before OpenCode starts', async ({
+    startAgent,
+  }) => {
+    const h = await startAgent();
+    expect(h.api.otherPaths).toEqual(['/v1/llm/openai/v1/models']);
+    // The recording API lists none: OpenCode keeps the workspace's own provider.
+    const environ = await readFile(`/proc/${h.agent.supervisor.current!.pid}/environ`, 'utf8');
+    expect(environ).not.toContain('OPENCODE_CONFIG_CONTENT=');
+  });
+
   test('a restarted daemon whose bootstrap was already claimed does not resend the prompt', async ({
     startAgent,
   }) => {

@@ -453,6 +453,25 @@ describe('daemon configuration', () => {
     });
   });
 
+  test("the gateway's models the server listed parse into the agent settings; a list without ids is refused", () => {
+    const base = {
+      SINGULACOMP_SESSION_ID: 's',
+      SINGULACOMP_PROJECT_ID: 'p',
+      SINGULACOMP_TOKEN: 't',
+      SINGULACOMP_API_URL: 'http://127.0.0.1:4000',
+    };
+    expect(parseAgentEnv({ ...base, SINGULACOMP_LLM_MODELS: '["a","b"]' }, []).gatewayModels).toEqual([
+      'a',
+      'b',
+    ]);
+    expect(parseAgentEnv(base, []).gatewayModels).toBeUndefined();
+    for (const bad of ['[]', '["a",1]', '{"a":1}', 'not json']) {
+      expect(() => parseAgentEnv({ ...base, SINGULACOMP_LLM_MODELS: bad }, [])).toThrowError(
+        /SINGULACOMP_LLM_MODELS/,
+      );
+    }
+  });
+
   test('every configuration problem is reported at once', () => {
     expect(() =>
       parseAgentEnv({ SINGULACOMP_API_URL: 'not a url', SINGULACOMP_SERVICE_PORT: 'x' }, [

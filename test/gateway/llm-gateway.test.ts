@@ -1,6 +1,8 @@
 // The LLM gateway against stand-ins for the model providers (outside our system): a real server,
 // real PostgreSQL, a real sandbox token. The upstream must see the server's key, never the sandbox
 // token; images beyond the newest 12 become placeholders; usage lands on the session.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { IMAGE_PLACEHOLDER, mapUpstreamStatus, trimImages } from '../../resolvers/gateway/llm';
 import { type StubAnthropic, startStubAnthropic } from '../fixtures/stub-anthropic';
@@ -111,6 +113,14 @@ describe('the LLM gateway over HTTP', () => {
     const res = await t.request(SessionLlmUsageDocument, { id: s.sessionId });
     return res.data?.session?.llmUsage;
   }
+
+  test('a sandbox is provisioned with the upstream’s models, so its daemon need not ask for them', async () => {
+    const sandbox = await t.app.services.db.sandbox.findUniqueOrThrow({ where: { sessionId: s.sessionId } });
+    const config = JSON.parse(
+      await readFile(join(t.dataDir, 'sandboxes', sandbox.providerSandboxId!, 'sandbox.json'), 'utf8'),
+    ) as { env: Record<string, string> };
+    expect(config.env.SINGULACOMP_LLM_MODELS).toBe('["stub-model"]');
+  });
 
   test('a plain completion goes upstream with the server’s key and records its usage', async () => {
     const before = openai.requests.length;
