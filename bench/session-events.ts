@@ -1,7 +1,8 @@
 // Agent events per second through reportAgentEvents → sessionEvents, on one LOCAL session with a
 // real daemon: the daemon's HTTP mutation → session record + event log → a graphql-ws subscriber in
 // a process of its own (as a browser or the CLI is), against the event log + pub/sub alone in the
-// same run. A module of its own (it was part of bench/session-gateway.ts) so it runs alone:
+// same run. The reporter (the daemon's POSTs) runs in a process of its own too, as the daemon does.
+// A module of its own (it was part of bench/session-gateway.ts) so it runs alone:
 //   npm run bench -- session-events       (BENCH_EVENT_ROUNDS: rounds of each, default 3)
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { waitFor } from '../test/support/wait';
+import type { ReportRun, ReporterMessage } from './support/events-reporter';
 import { type BenchResult, runIfMain } from './support/harness';
 
 const EVENTS = 5_000;
@@ -20,6 +22,7 @@ function percentile(samples: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** The warm-up's event (the reporter process builds the measured ones alike). */
 function deltaEvent(i: number): string {
   return JSON.stringify({
     type: 'message.part.delta',
@@ -44,8 +47,7 @@ interface Subscriber {
 
 function forkSubscriber(wsUrl: string, token: string, sessionId: string): Subscriber {
   const child = fork(join(import.meta.dirname, 'support/events-subscriber.ts'), [wsUrl, token, sessionId], {
-    // The bench's loader (tsx) without a profiler flag this process may have been started with.
-    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof')),
+    execArgv: childExecArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let ready = false;
@@ -80,10 +82,56 @@ function forkSubscriber(wsUrl: string, token: string, sessionId: string): Subscr
   };
 }
 
+/** A forked reporter process (bench/support/events-reporter.ts). */
+interface Reporter {
+  /** Posts the run's batches; resolves with the wall-clock ms at which its first POST began. */
+  run(run: ReportRun): Promise<number>;
+  stop(): void;
+}
+
+/** The bench's loader (tsx) without a profiler flag this process may have been started with. */
+const childExecArgv = () => process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof'));
+
+function forkReporter(graphqlUrl: string, token: string, sessionId: string): Reporter {
+  const child = fork(
+    join(import.meta.dirname, 'support/events-reporter.ts'),
+    [graphqlUrl, token, sessionId],
+    {
+      execArgv: childExecArgv(),
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
+  let waiting: { resolve: (startedAt: number) => void; reject: (error: Error) => void } | null = null;
+  let failure: Error | null = null;
+  const settle = (message: ReporterMessage) => {
+    const w = waiting;
+    waiting = null;
+    if ('done' in message) w?.resolve(message.done.startedAt);
+    else w?.reject(new Error(`reporter: ${message.failed}`));
+  };
+  child.on('message', settle);
+  child.once('exit', (code) => {
+    failure = new Error(`reporter exited with ${code}`);
+    settle({ failed: failure.message });
+  });
+  return {
+    run: (run) =>
+      new Promise<number>((resolve, reject) => {
+        if (failure) return reject(failure);
+        waiting = { resolve, reject };
+        child.send({ run });
+      }),
+    stop: () => {
+      if (child.connected) child.send({ stop: true });
+      child.kill();
+    },
+  };
+}
+
 /**
- * Agent events per second: the daemon's reportAgentEvents over HTTP → session record → event log →
- * a graphql-ws subscriber in another process (as a browser or the CLI is one), against the event log
- * + pub/sub alone with an in-process subscriber. Rounds of each alternate, so a change of the
+ * Agent events per second: the daemon's reportAgentEvents over HTTP from a process of its own →
+ * session record → event log → a graphql-ws subscriber in another process (as a browser or the CLI
+ * is one), against the event log + pub/sub alone with an in-process subscriber. Rounds of each alternate, so a change of the
  * machine's load falls on both alike; each figure is the median of its rounds.
  */
 export async function eventThroughput(
@@ -93,8 +141,8 @@ export async function eventThroughput(
 ): Promise<BenchResult> {
   const count = options.events ?? EVENTS;
   const rounds = options.rounds ?? EVENT_ROUNDS;
-  const sandboxAuth = { authorization: `Bearer ${s.token}` };
   const subscriber = forkSubscriber(e.t.wsUrl, e.t.adminToken, s.sessionId);
+  const reporter = forkReporter(e.t.graphqlUrl, s.token, s.sessionId);
   try {
     // Events until one reaches the subscriber: its subscription is live before the clock starts.
     const daemon = await e.t.app.services.tokens.authenticate(`Bearer ${s.token}`);
@@ -107,24 +155,17 @@ export async function eventThroughput(
       return false;
     }, 60_000);
     const pubsub = e.t.app.services.pubsub;
+    // The clock runs from the reporter's first POST to the subscriber seeing the last seq. The
+    // server's CPU per event (this process's, the reporter's and the subscriber's not counted) is
+    // steadier than the rate on a loaded machine.
+    const cpuPerEvent: number[] = [];
     const viaApi = async (): Promise<number> => {
-      const started = performance.now();
-      for (let i = 0; i < count; i += EVENT_BATCH) {
-        const events = Array.from({ length: EVENT_BATCH }, (_, j) => deltaEvent(i + j));
-        const res = await fetch(e.t.graphqlUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...sandboxAuth },
-          body: JSON.stringify({
-            query:
-              'mutation($input: ReportAgentEventsInput!) { reportAgentEvents(input: $input) { __typename } }',
-            variables: { input: { sessionId: s.sessionId, events } },
-          }),
-        });
-        const body = await res.text();
-        if (res.status !== 200 || body.includes('"errors"')) throw new Error(`reportAgentEvents: ${body}`);
-      }
+      const cpu = process.cpuUsage();
+      const startedAt = await reporter.run({ from: 0, count, batch: EVENT_BATCH });
       await subscriber.until(await pubsub.currentSeq('sessionEvents', s.sessionId));
-      return count / ((performance.now() - started) / 1000);
+      const used = process.cpuUsage(cpu);
+      cpuPerEvent.push((used.user + used.system) / count);
+      return count / ((performance.timeOrigin + performance.now() - startedAt) / 1000);
     };
     const alone = async (): Promise<number> => {
       const key = `bench-${Date.now()}`;
@@ -163,9 +204,10 @@ export async function eventThroughput(
       value: Math.round(median(value)),
       unit: 'events/s',
       baseline: Math.round(median(baseline)),
-      note: `${count} deltas in batches of ${EVENT_BATCH} via reportAgentEvents to a graphql-ws subscriber in its own process, median of ${rounds} rounds alternating with the baseline's; baseline = event log + pub/sub alone, in-process subscriber`,
+      note: `${count} deltas in batches of ${EVENT_BATCH} via reportAgentEvents, posted by a process of its own (as the daemon is), to a graphql-ws subscriber in its own process, median of ${rounds} rounds alternating with the baseline's, server CPU ${Math.round(median(cpuPerEvent))} µs/event; baseline = event log + pub/sub alone, in-process subscriber`,
     };
   } finally {
+    reporter.stop();
     subscriber.stop();
   }
 }
