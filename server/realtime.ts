@@ -408,7 +408,12 @@ export function createRealtimeServer(deps: {
         const seq = ((args.contextValue as Context).connection as SubscriptionHandle | undefined)?.seq;
         const answer = masked(result as ExecutionResult);
         if (seq === undefined) return answer === result ? undefined : answer;
-        return { ...answer, extensions: { ...answer.extensions, seq } };
+        const extensions = answer.extensions ? { ...answer.extensions, seq } : { seq };
+        if (answer !== result) return { ...answer, extensions };
+        // Each event's result is its own (executed for this event alone): it takes the seq itself
+        // instead of being copied once more per event.
+        (result as { extensions?: unknown }).extensions = extensions;
+        return result as ExecutionResult;
       },
       // Each operation gets a request id, so an unexpected error it meets is logged with one.
       execute: (args) =>

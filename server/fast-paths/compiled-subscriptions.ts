@@ -51,8 +51,28 @@ async function subscribeCompiled(
   );
 }
 
-/** A subscription's events run through its compiled query; methods on the prototype (idle cost). */
+/** What a compiled query answers: the result, or a promise of it when a resolver was async. */
+type Executed = ExecutionResult | Promise<ExecutionResult>;
+
+const isPromise = (value: Executed): value is Promise<ExecutionResult> =>
+  typeof (value as { then?: unknown }).then === 'function';
+
+const nextOf = (value: ExecutionResult): IteratorResult<ExecutionResult> => ({ done: false, value });
+
+/**
+ * A subscription's events run through its compiled query; methods on the prototype (idle cost).
+ * One promise per event: the source's `next` and the mapping in its `then` (a text delta's query
+ * is synchronous). Two async functions awaiting each other cost three more promises and as many
+ * microtask turns per event, at the hundreds of deltas a second a session streams.
+ */
 class CompiledEvents implements AsyncIterableIterator<ExecutionResult> {
+  /** `map` bound to this stream, made on the first read: one closure per subscription, none per event. */
+  private mapper:
+    | ((
+        step: IteratorResult<unknown>,
+      ) => IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>>)
+    | null = null;
+
   constructor(
     private readonly events: AsyncIterator<unknown>,
     private readonly compiled: CompiledQuery,
@@ -64,13 +84,17 @@ class CompiledEvents implements AsyncIterableIterator<ExecutionResult> {
     return this;
   }
 
-  private async map(step: IteratorResult<unknown>): Promise<IteratorResult<ExecutionResult>> {
+  private map(
+    step: IteratorResult<unknown>,
+  ): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> {
     if (step.done) return step;
-    return { done: false, value: await this.compiled.query(step.value, this.contextValue, this.variables) };
+    const result = this.compiled.query(step.value, this.contextValue, this.variables) as Executed;
+    return isPromise(result) ? result.then(nextOf) : nextOf(result);
   }
 
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    return this.map(await this.events.next());
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    this.mapper ??= (step) => this.map(step);
+    return this.events.next().then(this.mapper);
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
