@@ -21,7 +21,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { UNREACHABLE_PORT_MESSAGE, UNREACHABLE_PORT_STATUS } from '../contract/ports';
 import { USER_CONTEXT_HEADER, type UserContextClaims, UserContextVerifier } from '../contract/user-context';
 import type { Logger } from './logger';
-import { sandboxListeningPorts } from './sandbox-ports';
+import { SandboxPorts } from './sandbox-ports';
 
 export const TARGET_PORT_HEADER = 'x-singulacomp-target-port';
 
@@ -57,8 +57,11 @@ export interface ProxyServerOptions {
   deniedPorts?: number[];
   /** Ports allowed beside the sandbox's own (an app started beside the daemon). @default [] */
   extraPorts?: number[];
-  /** Ports the sandbox's own processes listen on. @default sandboxListeningPorts() */
-  sandboxPorts?: () => Promise<Set<number>>;
+  /**
+   * Whether a process of the sandbox serves a port; `reserved`: refuse it, at the cost of a check
+   * of an unused one. @default a SandboxPorts of this process's tree
+   */
+  sandboxPort?: (port: number, reserved: boolean) => Promise<boolean>;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -156,12 +159,18 @@ export class ProxyServer {
   private readonly log: Logger;
   private readonly sockets = new Set<Socket>();
   private readonly verifier: UserContextVerifier;
+  private readonly sandboxPort: (port: number, reserved: boolean) => Promise<boolean>;
   // Upstream keep-alive: without it every proxied request pays a fresh TCP connect to OpenCode.
   private readonly upstream = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
 
   constructor(private readonly options: ProxyServerOptions) {
     this.log = options.logger.child({ module: 'proxy' });
     this.verifier = new UserContextVerifier(options.token, options.sessionId);
+    if (options.sandboxPort) this.sandboxPort = options.sandboxPort;
+    else {
+      const ports = new SandboxPorts();
+      this.sandboxPort = (port, reserved) => ports.owns(port, reserved);
+    }
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         this.log.error({ err: (error as Error).message, url: req.url }, 'request failed');
@@ -240,11 +249,11 @@ export class ProxyServer {
     // The header is what an older daemon reads: it must name the same port as the signed claims.
     if (raw !== undefined && Number(Array.isArray(raw) ? raw[0] : raw) !== port) return unreachable;
     if (this.options.extraPorts?.includes(port) && !this.reserved(port)) return { port };
-    // Only ports the sandbox's own processes serve: never a host service sharing this loopback.
-    // Listed before the reserved check, so a reserved port costs what an unused one does.
-    const own = await (this.options.sandboxPorts ?? sandboxListeningPorts)();
-    if (this.reserved(port) || !own.has(port)) return unreachable;
-    return { port };
+    // Only ports the sandbox's own processes serve: never a host service sharing this loopback. A
+    // reserved port is checked as an unused one is, so it costs what an unused one does.
+    const reserved = this.reserved(port);
+    const own = await this.sandboxPort(port, reserved);
+    return reserved || !own ? unreachable : { port };
   }
 
   /** The ports a preview or share link may never reach (GET /singulacomp/ports, with OpenCode's current one). */
