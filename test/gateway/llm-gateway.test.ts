@@ -228,6 +228,29 @@ describe('the LLM gateway over HTTP', () => {
     },
   );
 
+  test('concurrent completions of a session each end after their usage is stored, and all of it is', async () => {
+    const before = (await usage())!;
+    const seenAtEnd = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const res = await chat({
+          model: 'stub-model',
+          stream: i % 2 === 0,
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        expect(res.status).toBe(200);
+        await res.text();
+        return (await usage())!;
+      }),
+    );
+    // Whichever ended first, its own request is counted by the time its response ended.
+    for (const seen of seenAtEnd) expect(seen.requests).toBeGreaterThanOrEqual(before.requests + 1);
+    expect(await usage()).toEqual({
+      requests: before.requests + 8,
+      inputTokens: before.inputTokens + 80,
+      outputTokens: before.outputTokens + 40,
+    });
+  });
+
   test('a caller that goes away mid-stream cancels the upstream call', async () => {
     openai.setDelayMs(60_000);
     try {
