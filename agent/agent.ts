@@ -46,8 +46,8 @@ export interface AgentOptions {
   /** Extra environment for OpenCode (merged over the daemon's own). */
   opencodeEnv?: Record<string, string>;
   /**
-   * SINGULACOMP_LLM_MODELS: the LLM gateway's models as the server listed them. Unset: asked of the
-   * gateway before OpenCode's first start.
+   * SINGULACOMP_LLM_MODELS: the LLM gateway's models as the server listed them ([]: it serves none,
+   * OpenCode keeps the project's providers). Unset: asked of the gateway before OpenCode's first start.
    */
   gatewayModels?: string[];
   /** SINGULACOMP_MEMORY_GUARD_PCT. @default 92 */
@@ -170,7 +170,7 @@ export class Agent {
   private readonly gatewayModels: readonly string[] | null;
 
   constructor(options: AgentOptions) {
-    this.gatewayModels = options.gatewayModels?.length ? options.gatewayModels : null;
+    this.gatewayModels = options.gatewayModels ?? null;
     const workspace = options.workspace ?? '/workspace';
     this.options = {
       sessionId: options.sessionId,

@@ -30,7 +30,8 @@ const envShape = {
   SINGULACOMP_TELEMETRY_INTERVAL_MS: { type: 'number', int: true, min: 100, max: 3_600_000, optional: true },
   /**
    * The LLM gateway's models as the server listed them when it provisioned the sandbox (a JSON
-   * array of ids): OpenCode starts on them without the daemon asking the gateway first.
+   * array of ids; `[]`: it serves none): OpenCode starts on them without the daemon asking the
+   * gateway first.
    */
   SINGULACOMP_LLM_MODELS: { type: 'string', min: 2, optional: true },
   /** Memory guard sampling period, below and above its fast-sampling line (R-AG-5). */
@@ -135,7 +136,7 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
     e.SINGULACOMP_LLM_MODELS === undefined ? undefined : parseModels(e.SINGULACOMP_LLM_MODELS);
   if (gatewayModels === null) {
     throw new AgentConfigError(
-      'invalid daemon configuration:\n  SINGULACOMP_LLM_MODELS: a JSON array of model ids, at least one',
+      'invalid daemon configuration:\n  SINGULACOMP_LLM_MODELS: a JSON array of model ids',
     );
   }
   const f = parsedFlags.data as {
@@ -173,11 +174,11 @@ export function parseAgentEnv(env: NodeJS.ProcessEnv, argv: string[]): AgentEnv 
   };
 }
 
-/** A non-empty JSON array of non-empty strings, else null. */
+/** A JSON array of non-empty strings (possibly empty), else null. */
 function parseModels(text: string): string[] | null {
   try {
     const value: unknown = JSON.parse(text);
-    if (!Array.isArray(value) || value.length === 0) return null;
+    if (!Array.isArray(value)) return null;
     return value.every((id) => typeof id === 'string' && id.length > 0) ? (value as string[]) : null;
   } catch {
     return null;

@@ -1,9 +1,10 @@
 // The OpenAI upstream's model list as the server reads it for a new sandbox (SINGULACOMP_LLM_MODELS,
 // docs/agent-api.md): a daemon told the gateway's models starts OpenCode without first asking the
 // gateway, which asks the upstream. Read through the same upstream and key the gateway uses, once
-// per upstream for `ttlMs`, and only ever handed on when it names models: without a list the
-// daemon asks the gateway itself at its start, so an upstream configured later, or one that was
-// down, is seen by the next sandbox.
+// per upstream for `ttlMs`, and handed on when it names models; without a list the daemon asks the
+// gateway itself at its start, so an upstream that was down is seen by the next sandbox. With no
+// upstream configured for the account the list is empty, and handed on as such: the gateway would
+// answer the daemon's question with none (the server's configuration is fixed for its lifetime).
 import type { Logger } from '../platform';
 import type { LlmConfig, LlmUpstream } from './llm';
 
@@ -50,12 +51,12 @@ export function createGatewayModels(options: GatewayModelsOptions) {
 
   return {
     /**
-     * The model ids of the OpenAI upstream that serves `accountId`; null when none is configured or
-     * it lists none or cannot be read (not cached: the next call asks again).
+     * The model ids of the OpenAI upstream that serves `accountId`; [] when none is configured; null
+     * when it lists none or cannot be read (not cached: the next call asks again).
      */
     async forAccount(accountId: string): Promise<string[] | null> {
       const upstream = options.llm.accounts[accountId]?.openai ?? options.llm.openai;
-      if (!upstream) return null;
+      if (!upstream) return [];
       const key = `${upstream.baseUrl}\n${upstream.apiKey ?? ''}`;
       const cached = cache.get(key);
       if (cached && now() - cached.at < ttlMs) return cached.models;

@@ -72,7 +72,8 @@ export interface ProvisionerOptions {
   git?: Pick<GitService, 'cutBranch'>;
   /**
    * The LLM gateway's models for an account's sandboxes (resolvers/gateway/models.ts), handed to
-   * the daemon as SINGULACOMP_LLM_MODELS; null: the daemon asks the gateway itself.
+   * the daemon as SINGULACOMP_LLM_MODELS ([]: the gateway serves none); null: the daemon asks the
+   * gateway itself.
    */
   gatewayModels?: (accountId: string) => Promise<string[] | null>;
 }

@@ -88,6 +88,17 @@ describe('supervisor', () => {
     expect(h.api.otherPaths).toEqual([]);
   });
 
+  test('told the gateway serves no models, OpenCode starts on the project’s own providers at once', async ({
+    startAgent,
+  }) => {
+    const h = await startAgent({ agent: { gatewayModels: [] } });
+    await h.agent.flushReports();
+    expect(h.states().slice(0, 2)).toEqual(['STARTING', 'HEALTHY']);
+    expect(h.api.otherPaths).toEqual([]);
+    const environ = await readFile(`/proc/${h.agent.supervisor.current!.pid}/environ`, 'utf8');
+    expect(environ).not.toContain('OPENCODE_CONFIG_CONTENT=');
+  });
+
   test('without a listed model the daemon asks the gateway before OpenCode starts', async ({
     startAgent,
   }) => {

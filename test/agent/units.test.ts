@@ -465,7 +465,9 @@ describe('daemon configuration', () => {
       'b',
     ]);
     expect(parseAgentEnv(base, []).gatewayModels).toBeUndefined();
-    for (const bad of ['[]', '["a",1]', '{"a":1}', 'not json']) {
+    // The server's word that the gateway serves none: nothing to ask the gateway at the start.
+    expect(parseAgentEnv({ ...base, SINGULACOMP_LLM_MODELS: '[]' }, []).gatewayModels).toEqual([]);
+    for (const bad of ['["a",1]', '[""]', '{"a":1}', 'not json']) {
       expect(() => parseAgentEnv({ ...base, SINGULACOMP_LLM_MODELS: bad }, [])).toThrowError(
         /SINGULACOMP_LLM_MODELS/,
       );

@@ -261,6 +261,10 @@ export function describeDaemonLease(db: 'postgres' | 'pglite'): void {
       expect(argv.slice(1, -1)).toEqual(expect.arrayContaining([...AGENT_NODE_FLAGS]));
       expect(argv.find((arg) => arg.endsWith('singulacomp-agent.mjs'))).toBeDefined();
       expect(argv.indexOf(AGENT_NODE_FLAGS[0])).toBeLessThan(argv.findIndex((arg) => arg.endsWith('.mjs')));
+      // This server has no LLM upstream: its daemons are told the gateway serves no models, so none
+      // asks the gateway before OpenCode's start.
+      const environ = readFileSync(`/proc/${daemon}/environ`, 'utf8').split('\0');
+      expect(environ).toContain('SINGULACOMP_LLM_MODELS=[]');
       process.kill(daemon, 'SIGKILL');
 
       const stopped = await waitFor(

@@ -1,5 +1,6 @@
 // The upstream's model list the server hands new sandboxes (SINGULACOMP_LLM_MODELS): read with the
-// server's key, reused within its lifetime, never handed on (nor kept) when it names no model.
+// server's key, reused within its lifetime, never handed on (nor kept) when it names no model; an
+// account without any upstream gets the empty list.
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
@@ -58,7 +59,7 @@ test('the list is read with the server’s key once per lifetime and read again 
   expect(server.seen).toHaveLength(2);
 });
 
-test('an account’s own upstream wins; without any upstream there is no list', async () => {
+test('an account’s own upstream wins; without any upstream the list is empty', async () => {
   const shared = await upstream(['shared']);
   const own = await upstream(['own']);
   const models = createGatewayModels({
@@ -72,7 +73,7 @@ test('an account’s own upstream wins; without any upstream there is no list', 
   expect(await models.forAccount('other')).toEqual(['shared']);
   expect(own.seen).toEqual(['Bearer sk-own']);
   const none = createGatewayModels({ llm: config({}), logger: createLogger('silent') });
-  expect(await none.forAccount('a')).toBeNull();
+  expect(await none.forAccount('a')).toEqual([]);
 });
 
 test('a failed or empty answer gives no list and is asked again next time', async () => {
