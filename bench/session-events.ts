@@ -11,30 +11,12 @@ import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { waitFor } from '../test/support/wait';
 import type { ReportRun, ReporterMessage } from './support/events-reporter';
-import { type BenchResult, runIfMain } from './support/harness';
+import { type BenchResult, percentile, runIfMain } from './support/harness';
+import { deltaEvent } from './support/opencode-events';
 
 const EVENTS = 5_000;
 const EVENT_BATCH = 100;
 const EVENT_ROUNDS = Number(process.env.BENCH_EVENT_ROUNDS ?? 3);
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-/** The warm-up's event (the reporter process builds the measured ones alike). */
-function deltaEvent(i: number): string {
-  return JSON.stringify({
-    type: 'message.part.delta',
-    properties: {
-      sessionID: 'ses_bench',
-      messageID: 'msg_bench',
-      partID: 'prt_bench',
-      field: 'text',
-      delta: `w${i} `,
-    },
-  });
-}
 
 /** A forked subscriber process (bench/support/events-subscriber.ts). */
 interface Subscriber {

@@ -8,6 +8,7 @@
 // request in flight as the daemon's forwarder has, and answers {done: {startedAt}} (the wall-clock
 // ms, performance.timeOrigin-based, at which the first POST began) or {failed}.
 import { performance } from 'node:perf_hooks';
+import { deltaEvent } from './opencode-events';
 
 export interface ReportRun {
   from: number;
@@ -26,20 +27,6 @@ const send = (message: ReporterMessage) => process.send!(message);
 
 const MUTATION =
   'mutation($input: ReportAgentEventsInput!) { reportAgentEvents(input: $input) { __typename } }';
-
-/** A text delta as OpenCode emits it, numbered so the stream's order can be followed. */
-function deltaEvent(i: number): string {
-  return JSON.stringify({
-    type: 'message.part.delta',
-    properties: {
-      sessionID: 'ses_bench',
-      messageID: 'msg_bench',
-      partID: 'prt_bench',
-      field: 'text',
-      delta: `w${i} `,
-    },
-  });
-}
 
 async function report(run: ReportRun): Promise<number> {
   const startedAt = performance.timeOrigin + performance.now();

@@ -19,9 +19,23 @@ import { createGitService } from '../../resolvers/git/git';
 import { chownTree, createLocalProvider } from '../../resolvers/providers/local';
 import { createUidAllocator } from '../../resolvers/providers/local-uids';
 import { killByEnvironment, pidsWithEnvironment } from '../../resolvers/providers/process-tree';
+import type { CreateSandboxRequest } from '../../resolvers/providers/types';
 import { createTestRepo } from '../support/git';
 import { waitFor } from '../support/wait';
 
+/** create()'s input for test sandbox `n` of `sessionId`: the session's branch of `repositoryUrl`. */
+function createInput(n: number, sessionId: string, repositoryUrl: string): CreateSandboxRequest {
+  return {
+    sandboxId: `00000000-0000-4000-8000-00000000000${n}`,
+    sessionId,
+    projectId: 'p',
+    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
+    snapshotRef: null,
+    env: { SINGULACOMP_SESSION_ID: sessionId },
+    workspace: { repositoryUrl, branch: 'session-branch' },
+    labels: {},
+  };
+}
 test('stopping a LOCAL sandbox also ends processes that left its process group', async () => {
   const repo = createTestRepo();
   const root = mkdtempSync(join(tmpdir(), 'sc-local-'));
@@ -36,16 +50,7 @@ test('stopping a LOCAL sandbox also ends processes that left its process group',
     isolation: { mode: 'none' },
   });
   const sessionId = `test-${Date.now()}`;
-  const created = await provider.create({
-    sandboxId: '00000000-0000-4000-8000-000000000001',
-    sessionId,
-    projectId: 'p',
-    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
-    snapshotRef: null,
-    env: { SINGULACOMP_SESSION_ID: sessionId },
-    workspace: { repositoryUrl: repo.url, branch: 'session-branch' },
-    labels: {},
-  });
+  const created = await provider.create(createInput(1, sessionId, repo.url));
   expect(created.state).toBe('STARTED');
   const running = await waitFor(async () => {
     const pids = await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId);
@@ -131,16 +136,7 @@ test('an isolated LOCAL sandbox runs as a claimed uid, stops gracefully in its o
     },
   });
   const sessionId = `test-${Date.now()}`;
-  const created = await provider.create({
-    sandboxId: '00000000-0000-4000-8000-000000000002',
-    sessionId,
-    projectId: 'p',
-    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
-    snapshotRef: null,
-    env: { SINGULACOMP_SESSION_ID: sessionId },
-    workspace: { repositoryUrl: repo.url, branch: 'session-branch' },
-    labels: {},
-  });
+  const created = await provider.create(createInput(2, sessionId, repo.url));
   const dir = join(root, 'sandboxes', created.providerSandboxId);
   const [claim] = readdirSync(claimsDir);
   const uid = Number(claim);
@@ -213,16 +209,7 @@ test('an isolated LOCAL sandbox starts while its workspace is cloned and runs it
     },
     3_200_100,
   );
-  const created = await provider.create({
-    sandboxId: '00000000-0000-4000-8000-000000000003',
-    sessionId,
-    projectId: 'p',
-    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
-    snapshotRef: null,
-    env: { SINGULACOMP_SESSION_ID: sessionId },
-    workspace: { repositoryUrl: repo.url, branch: 'session-branch' },
-    labels: {},
-  });
+  const created = await provider.create(createInput(3, sessionId, repo.url));
   try {
     expect(bridgeBeforeClone).toBeGreaterThan(0);
     const dir = join(root, 'sandboxes', created.providerSandboxId);
@@ -253,16 +240,7 @@ test('a failed clone ends the isolated sandbox started beside it before its entr
     },
     3_200_200,
   );
-  const create = provider.create({
-    sandboxId: '00000000-0000-4000-8000-000000000004',
-    sessionId,
-    projectId: 'p',
-    spec: { cpu: 1, memoryGiB: 1, diskGiB: 1 },
-    snapshotRef: null,
-    env: { SINGULACOMP_SESSION_ID: sessionId },
-    workspace: { repositoryUrl: '/nowhere', branch: 'session-branch' },
-    labels: {},
-  });
+  const create = provider.create(createInput(4, sessionId, '/nowhere'));
   await expect(create).rejects.toThrow('clone refused');
   const dir = join(root, 'sandboxes', 'local-00000000-0000-4000-8000-000000000004');
   expect(await pidsWithEnvironment('SINGULACOMP_SESSION_ID', sessionId)).toEqual([]);
