@@ -10,7 +10,7 @@
 // before it stops the service.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -168,6 +168,9 @@ export async function startPodmanService(options: StartPodmanOptions = {}): Prom
           for (const container of asList(listed?.body)) {
             await api('DELETE', `/v1.41/containers/${container.Id}?force=true&v=true`).catch(() => {});
           }
+          const remaining = await api('GET', '/v1.41/containers/json?all=true').catch(() => null);
+          if (Array.isArray(remaining?.body))
+            killOrphanExecMonitors(new Set(asList(remaining.body).map((c) => c.Id)));
           const images = await api('GET', `/v1.41/images/json?filters=${filters}`).catch(() => null);
           for (const image of asList(images?.body)) {
             await api('DELETE', `/v1.41/images/${image.Id}?force=true`).catch(() => {});
@@ -180,6 +183,33 @@ export async function startPodmanService(options: StartPodmanOptions = {}): Prom
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Podman 4.3 keeps the monitor (conmon) of each exec session into a container waiting out its
+ * --exit-delay (300 s) after the container is removed (the test's own, or a sandbox's the DOCKER
+ * provider removed): such monitors of containers the engine no longer has are ended, so a run
+ * leaves no process behind. Monitors of live containers (other test files') are left alone.
+ */
+function killOrphanExecMonitors(liveContainerIds: ReadonlySet<string>): void {
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const at = argv.indexOf('-c');
+    const container = at < 0 ? undefined : argv[at + 1];
+    if (!argv[0]?.endsWith('/conmon') || !argv.includes('--exec-attach') || !container) continue;
+    if (liveContainerIds.has(container)) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // exited meanwhile
+    }
+  }
 }
 
 /** The Engine's list answer, or nothing when it answered an error object instead of a list. */
