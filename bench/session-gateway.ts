@@ -11,7 +11,7 @@ import { freePort } from '../contract/ports';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import type { LoadMessage, LoadTask } from './support/gateway-load';
-import { type BenchResult, runIfMain } from './support/harness';
+import { type BenchResult, describeWarmUp, runIfMain, warmUntilSteady } from './support/harness';
 export type { BenchResult };
 
 const LLM_REQUESTS = 200;
@@ -104,19 +104,52 @@ export async function run(): Promise<BenchResult[]> {
     const pat = { authorization: `Bearer ${e.t.adminToken}` };
     const results: BenchResult[] = [];
 
-    // LLM gateway vs the stub upstream directly.
+    // LLM gateway vs the stub upstream directly; preview proxy (control plane → daemon → app) vs
+    // the app directly, on the preview site: the steady state of a browser, the preview cookie its
+    // first visit of a previewUrl set, and an API token (a CLI's or a script's) beside it.
     const gateway = `${e.t.url}/v1/llm/openai/v1/chat/completions`;
     const direct = `${load.upstream}/chat/completions`;
     const sandboxAuth = { authorization: `Bearer ${s.token}` };
-    await load.llm(gateway, sandboxAuth, 20);
-    await load.llm(direct, {}, 20);
+    const preview = `http://p${appPort}-${s.sandboxId}.localhost:${new URL(e.t.url).port}/`;
+    const appUrl = `http://127.0.0.1:${appPort}/`;
+    const admin = (await e.t.app.services.tokens.authenticate(pat.authorization))!;
+    const signed = await e.t.app.services.access.previewUrl(
+      admin,
+      { id: s.sandboxId, sessionId: s.sessionId, accountId: admin.accountId },
+      appPort,
+      'SUBDOMAIN',
+    );
+    const cookie = { cookie: await load.cookie(signed.url) };
+
+    // Warm-up rounds of every path until the server's CPU per round has settled; the first round's
+    // p50s are kept for the notes (a server just started).
+    let cold: { llm: number; llmDirect: number; preview: number; app: number } | null = null;
+    const warm = await warmUntilSteady(async () => {
+      const cpu = process.cpuUsage();
+      const g = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 4);
+      const d = await load.llm(direct, {}, LLM_REQUESTS / 4);
+      const c = await load.http(preview, cookie, PREVIEW_REQUESTS / 2);
+      await load.http(preview, pat, PREVIEW_REQUESTS / 2);
+      const a = await load.http(appUrl, {}, PREVIEW_REQUESTS / 2);
+      const used = process.cpuUsage(cpu);
+      cold ??= {
+        llm: percentile(g.first, 50),
+        llmDirect: percentile(d.first, 50),
+        preview: percentile(c, 50),
+        app: percentile(a, 50),
+      };
+      return (used.user + used.system) / (LLM_REQUESTS / 2 + PREVIEW_REQUESTS);
+    });
+    const first = cold!;
+    const warmNote = `after ${describeWarmUp(warm, 'µs/request')}`;
+
     const g1 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
     const d1 = await load.llm(direct, {}, LLM_REQUESTS / 2);
     const g2 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
     const d2 = await load.llm(direct, {}, LLM_REQUESTS / 2);
     const gw = { first: [...g1.first, ...g2.first], total: [...g1.total, ...g2.total] };
     const dd = { first: [...d1.first, ...d2.first], total: [...d1.total, ...d2.total] };
-    const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}, clients and stub in a process of their own; baseline = stub upstream directly`;
+    const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}, clients and stub in a process of their own, ${warmNote}; first byte p50 in the first round after start ${round(first.llm)} vs ${round(first.llmDirect)} ms; baseline = stub upstream directly`;
     for (const [label, key] of [
       ['first byte', 'first'],
       ['total', 'total'],
@@ -132,22 +165,6 @@ export async function run(): Promise<BenchResult[]> {
       }
     }
 
-    // Preview proxy (control plane → daemon → app) vs the app directly, on the preview site. The
-    // steady state of a browser: the preview cookie its first visit of a previewUrl set; an API
-    // token (a CLI's or a script's) beside it.
-    const preview = `http://p${appPort}-${s.sandboxId}.localhost:${new URL(e.t.url).port}/`;
-    const appUrl = `http://127.0.0.1:${appPort}/`;
-    const admin = (await e.t.app.services.tokens.authenticate(pat.authorization))!;
-    const signed = await e.t.app.services.access.previewUrl(
-      admin,
-      { id: s.sandboxId, sessionId: s.sessionId, accountId: admin.accountId },
-      appPort,
-      'SUBDOMAIN',
-    );
-    const cookie = { cookie: await load.cookie(signed.url) };
-    await load.http(preview, cookie, 100);
-    await load.http(preview, pat, 100);
-    await load.http(appUrl, {}, 100);
     const byCookie: number[] = [];
     const byToken: number[] = [];
     const ap: number[] = [];
@@ -167,7 +184,7 @@ export async function run(): Promise<BenchResult[]> {
           value: round(percentile(samples, p)),
           unit: 'ms',
           baseline: round(percentile(ap, p)),
-          note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, ${label.includes('API') ? 'API token' : 'preview cookie'}, clients and app in a process of their own; baseline = app directly`,
+          note: `${PREVIEW_REQUESTS} GET, concurrency ${CONCURRENCY}, ${label.includes('API') ? 'API token' : `preview cookie (p50 in the first round after start ${round(first.preview)} vs ${round(first.app)} ms)`}, clients and app in a process of their own, ${warmNote}; baseline = app directly`,
         });
       }
     }
