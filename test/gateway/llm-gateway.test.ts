@@ -2,6 +2,7 @@
 // real PostgreSQL, a real sandbox token. The upstream must see the server's key, never the sandbox
 // token; images beyond the newest 12 become placeholders; usage lands on the session.
 import { readFile } from 'node:fs/promises';
+import { type IncomingMessage, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { IMAGE_PLACEHOLDER, mapUpstreamStatus, trimImages } from '../../resolvers/gateway/llm';
@@ -264,6 +265,39 @@ describe('the LLM gateway over HTTP', () => {
       await waitFor(async () => openai.openResponses() === 0, 10_000);
     } finally {
       openai.setDelayMs(0);
+    }
+  });
+
+  test('a caller that reads late gets a large answer whole and in order', async () => {
+    // 16 MB: the gateway's writes to the caller fill up long before the end, so its relay pauses
+    // the upstream and resumes it as the caller drains (the path a slow client takes).
+    const big = Array.from({ length: 16 * 1024 }, (_, i) => `${String(i).padStart(1023, '.')}|`).join('');
+    openai.setReply(big);
+    try {
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(
+          `${base}/openai/v1/chat/completions`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${s.token}` },
+          },
+          resolve,
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'stub-model', messages: [{ role: 'user', content: 'big' }] }));
+      });
+      expect(res.statusCode).toBe(200);
+      res.pause();
+      await waitFor(async () => res.readableLength > 0);
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        choices: Array<{ message: { content: string } }>;
+      };
+      expect(body.choices[0]!.message.content).toBe(big);
+      await waitFor(async () => openai.openResponses() === 0);
+    } finally {
+      openai.setReply('one two three four');
     }
   });
 
