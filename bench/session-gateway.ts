@@ -2,14 +2,17 @@
 // daemon: LLM gateway first-byte and total latency (streamed chat completions) against the stub
 // upstream called directly; preview proxy latency and WebSocket echo round trip against the app
 // called directly. Agent events per second (reportAgentEvents → sessionEvents) are measured by
-// bench/session-events.ts. The gateway's and the preview's clients, the stub upstream and the app run in a
-// process of their own (bench/support/gateway-load.ts), as callers and upstreams of a deployed
-// server do: this process holds the server under test.
+// bench/session-events.ts. The gateway's and the preview's clients, the stub upstream and the app
+// run in a process of their own (bench/support/gateway-load.ts), as callers and upstreams of a deployed
+// server do: this process holds the server under test. Beside each direct baseline a second row
+// compares with bare node:http proxies on the same hops (bench/support/bare-proxy.ts): what the
+// hops cost on this machine before any work of ours.
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '../contract/ports';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
+import { forkBareProxy, startBareProxy } from './support/bare-proxy';
 import type { LoadMessage, LoadTask } from './support/gateway-load';
 import { type BenchResult, describeWarmUp, runIfMain, warmUntilSteady } from './support/harness';
 export type { BenchResult };
@@ -93,6 +96,12 @@ export async function run(): Promise<BenchResult[]> {
   const appPort = await freePort();
   const load = await forkLoad(appPort);
   let e: E2e | null = null;
+  // The floors: a bare node:http reverse proxy in this process (where the server runs) in front of
+  // the stub, and for the preview one more in a process of its own (where the daemon runs) in
+  // front of the app (bench/support/bare-proxy.ts).
+  const bareProxy = await startBareProxy(load.upstream);
+  const bareDaemon = await forkBareProxy(`http://127.0.0.1:${appPort}`);
+  const barePreview = await startBareProxy(bareDaemon.url);
   try {
     e = await startE2e({
       gateway: true,
@@ -120,6 +129,7 @@ export async function run(): Promise<BenchResult[]> {
       'SUBDOMAIN',
     );
     const cookie = { cookie: await load.cookie(signed.url) };
+    const bare = `${bareProxy.url}/chat/completions`;
 
     // Warm-up rounds of every path until the server's CPU per round has settled; the first round's
     // p50s are kept for the notes (a server just started).
@@ -131,6 +141,8 @@ export async function run(): Promise<BenchResult[]> {
       const c = await load.http(preview, cookie, PREVIEW_REQUESTS / 2);
       await load.http(preview, pat, PREVIEW_REQUESTS / 2);
       const a = await load.http(appUrl, {}, PREVIEW_REQUESTS / 2);
+      await load.llm(bare, {}, LLM_REQUESTS / 4);
+      await load.http(`${barePreview.url}/`, {}, PREVIEW_REQUESTS / 2);
       const used = process.cpuUsage(cpu);
       cold ??= {
         llm: percentile(g.first, 50),
@@ -138,17 +150,21 @@ export async function run(): Promise<BenchResult[]> {
         preview: percentile(c, 50),
         app: percentile(a, 50),
       };
-      return (used.user + used.system) / (LLM_REQUESTS / 2 + PREVIEW_REQUESTS);
+      // Per request through this process: the server's and the in-process bare proxy's.
+      return (used.user + used.system) / (LLM_REQUESTS / 2 + PREVIEW_REQUESTS * 1.5);
     });
     const first = cold!;
-    const warmNote = `after ${describeWarmUp(warm, 'µs/request')}`;
+    const warmNote = `after ${describeWarmUp(warm, 'µs/request', "the server's process's CPU")}`;
 
     const g1 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
     const d1 = await load.llm(direct, {}, LLM_REQUESTS / 2);
+    const b1 = await load.llm(bare, {}, LLM_REQUESTS / 2);
     const g2 = await load.llm(gateway, sandboxAuth, LLM_REQUESTS / 2);
     const d2 = await load.llm(direct, {}, LLM_REQUESTS / 2);
+    const b2 = await load.llm(bare, {}, LLM_REQUESTS / 2);
     const gw = { first: [...g1.first, ...g2.first], total: [...g1.total, ...g2.total] };
     const dd = { first: [...d1.first, ...d2.first], total: [...d1.total, ...d2.total] };
+    const bp = [...b1.first, ...b2.first];
     const llmNote = `${LLM_REQUESTS} streamed chat completions, concurrency ${CONCURRENCY}, clients and stub in a process of their own, ${warmNote}; first byte p50 in the first round after start ${round(first.llm)} vs ${round(first.llmDirect)} ms; baseline = stub upstream directly`;
     for (const [label, key] of [
       ['first byte', 'first'],
@@ -165,14 +181,24 @@ export async function run(): Promise<BenchResult[]> {
       }
     }
 
+    results.push({
+      name: 'llm gateway first byte p50 vs a bare node:http proxy',
+      value: round(percentile(gw.first, 50)),
+      unit: 'ms',
+      baseline: round(percentile(bp, 50)),
+      note: `the same completions; baseline = a bare node:http reverse proxy in the server's process (the two extra hops with no work of ours), in the same alternated rounds: ${round(percentile(bp, 50) - percentile(dd.first, 50))} ms over the upstream directly`,
+    });
+
     const byCookie: number[] = [];
     const byToken: number[] = [];
     const ap: number[] = [];
+    const bareTwo: number[] = [];
     // Interleaved, so a change of the machine's load falls on all three alike.
     for (let round = 0; round < 2; round++) {
       byCookie.push(...(await load.http(preview, cookie, PREVIEW_REQUESTS / 2)));
       byToken.push(...(await load.http(preview, pat, PREVIEW_REQUESTS / 2)));
       ap.push(...(await load.http(appUrl, {}, PREVIEW_REQUESTS / 2)));
+      bareTwo.push(...(await load.http(`${barePreview.url}/`, {}, PREVIEW_REQUESTS / 2)));
     }
     for (const [label, samples] of [
       ['preview proxy GET', byCookie],
@@ -188,6 +214,13 @@ export async function run(): Promise<BenchResult[]> {
         });
       }
     }
+    results.push({
+      name: 'preview proxy GET p50 vs two bare node:http proxies',
+      value: round(percentile(byCookie, 50)),
+      unit: 'ms',
+      baseline: round(percentile(bareTwo, 50)),
+      note: `the same GETs (preview cookie); baseline = two bare node:http reverse proxies in a row, the first in the server's process and the second in a process of its own (where the daemon is), in the same interleaved rounds: ${round(percentile(bareTwo, 50) - percentile(ap, 50))} ms over the app directly`,
+    });
     const wsPreview = await load.ws(preview.replace(/^http/, 'ws'), pat, WS_ROUND_TRIPS);
     const wsDirect = await load.ws(`ws://127.0.0.1:${appPort}/`, {}, WS_ROUND_TRIPS);
     for (const p of [50, 99]) {
@@ -202,6 +235,9 @@ export async function run(): Promise<BenchResult[]> {
 
     return results;
   } finally {
+    bareProxy.close();
+    barePreview.close();
+    bareDaemon.close();
     load.stop();
     await e?.stop();
   }

@@ -128,9 +128,9 @@ export async function warmUntilSteady(
   return { costs, steady: false };
 }
 
-/** A warm-up's rounds for a bench note: "8 warm-up rounds (cost 28 → 11 µs/event)". */
-export function describeWarmUp(warm: WarmUp, unit: string): string {
+/** A warm-up's rounds for a bench note: "8 warm-up rounds (server CPU 28 → 11 µs/event)". */
+export function describeWarmUp(warm: WarmUp, unit: string, what = 'server CPU'): string {
   const first = Math.round(warm.costs[0] ?? 0);
   const last = Math.round(warm.costs.at(-1) ?? 0);
-  return `${warm.costs.length} warm-up rounds${warm.steady ? '' : ' (not yet steady)'} (server CPU ${first} → ${last} ${unit})`;
+  return `${warm.costs.length} warm-up rounds${warm.steady ? '' : ' (not yet steady)'} (${what} ${first} → ${last} ${unit})`;
 }
