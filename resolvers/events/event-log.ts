@@ -64,11 +64,14 @@ SELECT "seq" FROM e`;
  * With `sessions`, `input` also has "link" (int, may be null): the "ord" of another event of the
  * batch whose seq is stamped into this one's payload as "sessionSeq" (an accountSessions event and
  * its sessionUpdated twin), and Session.seq follows each session's own stream.
+ *
+ * With `span` (events of one key only, which take consecutive seqs in "ord" order): one row instead,
+ * "first" and "last" seq and the count "n" (null, null, 0 without events).
  */
 export function appendManySql(
   ctes: string,
   returning: readonly string[] = [],
-  options: { sessions?: boolean } = {},
+  options: { sessions?: boolean; span?: boolean } = {},
 ): string {
   const extra = returning.map((column) => `, "${column}"`).join('');
   const sessions = options.sessions === true;
@@ -102,7 +105,11 @@ WITH ${ctes}, counts AS (
   SELECT "topic", "key", "seq", "payload" FROM ${sessions ? 'stamped' : 'numbered'}
   RETURNING 1
 )
-SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`;
+${
+  options.span
+    ? 'SELECT min("seq")::int AS "first", max("seq")::int AS "last", count(*)::int AS "n" FROM numbered'
+    : `SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`
+}`;
 }
 
 // $3: the payloads as one JSON array, joined from their JSON texts. As a jsonb[] node-pg escaped each

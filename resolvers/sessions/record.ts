@@ -237,6 +237,8 @@ const WRITE_AND_LOG = appendManySql(
   SELECT 'sessionEvents'::text AS "topic", $1::uuid::text AS "key", e."payload", e."ord"
   FROM jsonb_array_elements($15::jsonb) WITH ORDINALITY AS e("payload", "ord")
 )`,
+  [],
+  { span: true },
 );
 
 function emptyWrites(w: RecordWrites): boolean {
@@ -350,14 +352,17 @@ export function createSessionRecord(options: SessionRecordOptions) {
     ): Promise<number[]> {
       const w = recordWrites(events, attachmentUrl, maxChars);
       if (logged.length === 0 && emptyWrites(w)) return [];
-      const rows = await sql.query<{ ord: number; seq: number }>(
+      const [span] = await sql.query<{ first: number | null; last: number | null; n: number }>(
         WRITE_AND_LOG,
         [...writeParams(sessionId, w, maxChars), JSON.stringify(logged)],
         { prepared: 'session-record-write-and-log' },
       );
-      const seqs = new Array<number>(logged.length);
-      for (const row of rows) seqs[Number(row.ord) - 1] = Number(row.seq);
-      return seqs;
+      // One stream: the batch took consecutive seqs in its order (one row, not one per event).
+      const first = Number(span?.first);
+      const n = Number(span?.n ?? 0);
+      if (n !== logged.length || (n > 0 && Number(span?.last) - first + 1 !== n))
+        throw new Error(`sessionEvents append returned ${n} seqs for ${logged.length} events`);
+      return Array.from({ length: n }, (_, i) => first + i);
     },
 
     /** Session.messages: the record, oldest first. */
