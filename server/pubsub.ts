@@ -21,6 +21,11 @@ import {
 
 /** Carries envelopes to every server process. */
 export interface Broker {
+  /**
+   * true: this process is the only one (the in-process broker). The pub/sub dispatches every event
+   * to this process's subscribers when it is published, so nothing is handed to the broker.
+   */
+  readonly local?: boolean;
   publish(envelope: Envelope): Promise<void>;
   onMessage(listener: (envelope: Envelope) => void): () => void;
   /** true while messages flow to and from every process. */
@@ -29,22 +34,20 @@ export interface Broker {
   close(): Promise<void>;
 }
 
+/**
+ * One process, no transport: its events reach its subscribers by the pub/sub's local dispatch alone.
+ * Nothing comes back through it (an event handed back would be dispatched a second time, to be
+ * dropped as a duplicate, a control event would fire twice, and the pub/sub lag histogram would
+ * count a lag of zero for every event, which no transport carried).
+ */
 export function createInProcessBroker(): Broker {
-  const emitter = new EventEmitter();
-  emitter.setMaxListeners(0);
   return {
-    async publish(envelope) {
-      emitter.emit('message', envelope);
-    },
-    onMessage(listener) {
-      emitter.on('message', listener);
-      return () => emitter.off('message', listener);
-    },
+    local: true,
+    async publish() {},
+    onMessage: () => () => {},
     healthy: () => true,
     onHealth: () => () => {},
-    async close() {
-      emitter.removeAllListeners();
-    },
+    async close() {},
   };
 }
 
@@ -114,6 +117,8 @@ class Registry {
 
 export function createPubSub(options: PubSubOptions): PubSub {
   const { broker, log } = options;
+  /** Whether other processes hear of this one's events through the broker. */
+  const remote = broker.local !== true;
   const logger = options.logger.child({ module: 'pubsub' });
   const maxReplay = options.maxReplay ?? 10_000;
   const registry = new Registry();
@@ -154,7 +159,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
         const envelope: Envelope = { topic, key, seq: 0, payload } as Envelope;
         // Local delivery never depends on the broker being up.
         dispatch(envelope);
-        await broker.publish({ ...envelope, at: Date.now() });
+        if (remote) await broker.publish({ ...envelope, at: Date.now() });
         return null;
       }
       const seq = await log.append(topic as StreamTopic, key, payload as never);
@@ -172,6 +177,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
     async broadcastMany(envelopes) {
       // Local subscribers first, all of them, then the broker in order (one connection: in order).
       for (const envelope of envelopes) dispatch(envelope);
+      if (!remote) return;
       const at = Date.now();
       await Promise.all(
         envelopes.map((envelope) =>
@@ -202,6 +208,7 @@ export function createPubSub(options: PubSubOptions): PubSub {
     async broadcast(envelope) {
       // Local subscribers first: a process never waits on Redis to see its own writes.
       dispatch(envelope);
+      if (!remote) return;
       try {
         await broker.publish({ ...envelope, at: Date.now() });
       } catch (error) {
