@@ -64,14 +64,11 @@ SELECT "seq" FROM e`;
  * With `sessions`, `input` also has "link" (int, may be null): the "ord" of another event of the
  * batch whose seq is stamped into this one's payload as "sessionSeq" (an accountSessions event and
  * its sessionUpdated twin), and Session.seq follows each session's own stream.
- *
- * With `span` (events of one key only, which take consecutive seqs in "ord" order): one row instead,
- * "first" and "last" seq and the count "n" (null, null, 0 without events).
  */
 export function appendManySql(
   ctes: string,
   returning: readonly string[] = [],
-  options: { sessions?: boolean; span?: boolean } = {},
+  options: { sessions?: boolean } = {},
 ): string {
   const extra = returning.map((column) => `, "${column}"`).join('');
   const sessions = options.sessions === true;
@@ -105,11 +102,32 @@ WITH ${ctes}, counts AS (
   SELECT "topic", "key", "seq", "payload" FROM ${sessions ? 'stamped' : 'numbered'}
   RETURNING 1
 )
-${
-  options.span
-    ? 'SELECT min("seq")::int AS "first", max("seq")::int AS "last", count(*)::int AS "n" FROM numbered'
-    : `SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`
-}`;
+SELECT "ord"::int AS "ord", "seq"${extra} FROM numbered`;
+}
+
+/**
+ * appendManySql for the events of one stream (`topic`, and `key`: an SQL expression), which need
+ * no grouping, join or window: the cursor advances by their count and event "ord" (1…n) takes the
+ * seq n - ord below its new value. `ctes` must define `input` with "payload" jsonb and "ord" (1…n,
+ * arrival order). Returns one row, the batch's "first" seq and its count "n" (the events took
+ * first…first + n - 1, in "ord" order); none when `input` is empty (the cursor is not touched).
+ */
+export function appendStreamSql(ctes: string, topic: StreamTopic, key: string): string {
+  return `
+WITH ${ctes}, counted AS (
+  SELECT count(*)::int AS "n" FROM input
+), c AS (
+  INSERT INTO "RealtimeCursor" ("topic", "key", "seq")
+  SELECT '${topic}', ${key}, "n" FROM counted WHERE "n" > 0
+  ON CONFLICT ("topic", "key") DO UPDATE SET "seq" = "RealtimeCursor"."seq" + EXCLUDED."seq"
+  RETURNING "seq"
+), e AS (
+  INSERT INTO "RealtimeEvent" ("topic", "key", "seq", "payload")
+  SELECT '${topic}', ${key}, (c."seq" - counted."n" + i."ord")::int, i."payload"
+  FROM c, counted, input i
+  RETURNING 1
+)
+SELECT (c."seq" - counted."n" + 1)::int AS "first", counted."n" FROM c, counted`;
 }
 
 // $3: the payloads as one JSON array, joined from their JSON texts. As a jsonb[] node-pg escaped each

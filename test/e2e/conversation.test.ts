@@ -164,7 +164,7 @@ describe('talking to the agent over GraphQL', () => {
     expect(bySandbox.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
   });
   test('batches reported in a burst reach a subscriber whole and in order; a new socket resumes after its last seq', async () => {
-    const report = async (batch: object[]) => {
+    const report = async (batch: object[], accepted = batch.length) => {
       const res = await fetch(e.t.graphqlUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${s.token}` },
@@ -175,7 +175,7 @@ describe('talking to the agent over GraphQL', () => {
         }),
       });
       const body = (await res.json()) as { data?: { reportAgentEvents?: { accepted?: number } } };
-      expect(body.data?.reportAgentEvents?.accepted).toBe(batch.length);
+      expect(body.data?.reportAgentEvents?.accepted).toBe(accepted);
     };
     const ids = { sessionID: 'ses_burst', messageID: 'msg_burst' };
     const part = {
@@ -220,5 +220,15 @@ describe('talking to the agent over GraphQL', () => {
     const page = await e.t.request(SessionMessagesDocument, { id: s.sessionId, first: 50 }, pat);
     const parts = page.data!.session!.messages.edges.flatMap((edge) => edge.node.parts);
     expect(parts.find((p) => p.id === 'prt_burst')?.text).toBe(words.join(''));
+
+    // A batch that changes only the record (no sessionEvents) leaves the stream's seq where it was;
+    // the next event takes the seq after it.
+    const pubsub = e.t.app.services.pubsub;
+    const last = got.at(-1)!.seq;
+    expect(await pubsub.currentSeq('sessionEvents', s.sessionId)).toBe(last);
+    await report([{ type: 'message.part.removed', properties: { ...ids, partID: 'prt_gone' } }], 0);
+    expect(await pubsub.currentSeq('sessionEvents', s.sessionId)).toBe(last);
+    await report([delta('after ')]);
+    expect(await pubsub.currentSeq('sessionEvents', s.sessionId)).toBe(last + 1);
   });
 });
