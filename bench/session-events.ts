@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { waitFor } from '../test/support/wait';
+import { startBareEvents } from './support/bare-events';
 import type { ReportRun, ReporterMessage } from './support/events-reporter';
 import { type BenchResult, describeWarmUp, percentile, runIfMain, warmUntilSteady } from './support/harness';
 import { deltaEvent } from './support/opencode-events';
@@ -120,11 +121,16 @@ export async function eventThroughput(
   e: E2e,
   s: LiveSession,
   options: { events?: number; rounds?: number } = {},
-): Promise<BenchResult> {
+): Promise<BenchResult[]> {
   const count = options.events ?? EVENTS;
   const rounds = options.rounds ?? EVENT_ROUNDS;
   const subscriber = forkSubscriber(e.t.wsUrl, e.t.adminToken, s.sessionId);
   const reporter = forkReporter(e.t.graphqlUrl, s.token, s.sessionId);
+  // The same hops with no work of ours (bench/support/bare-events.ts), on a stream of its own.
+  const bare = await startBareEvents(e.t.app.services.pubsub);
+  const bareKey = `bench-bare-${Date.now()}`;
+  const bareSubscriber = forkSubscriber(bare.wsUrl, 'none', bareKey);
+  const bareReporter = forkReporter(bare.url, 'none', bareKey);
   try {
     // Events until one reaches the subscriber: its subscription is live before the clock starts.
     const daemon = await e.t.app.services.tokens.authenticate(`Bearer ${s.token}`);
@@ -137,6 +143,17 @@ export async function eventThroughput(
       return false;
     }, 60_000);
     const pubsub = e.t.app.services.pubsub;
+    await waitFor(async () => {
+      if (bareSubscriber.ready()) return true;
+      await pubsub.publishMany('sessionEvents', bareKey, [
+        {
+          sessionId: bareKey,
+          accountId: bareKey,
+          event: { kind: 'TEXT_DELTA' as const, opencodeSessionId: 'ses_bench', delta: 'w-1 ' },
+        },
+      ]);
+      return false;
+    }, 60_000);
     // The clock runs from the reporter's first POST to the subscriber seeing the last seq. The
     // server's CPU per event (this process's, the reporter's and the subscriber's not counted) is
     // steadier than the rate on a loaded machine.
@@ -147,6 +164,11 @@ export async function eventThroughput(
       await subscriber.until(await pubsub.currentSeq('sessionEvents', s.sessionId));
       const used = process.cpuUsage(cpu);
       cpuPerEvent.push((used.user + used.system) / count);
+      return count / ((performance.timeOrigin + performance.now() - startedAt) / 1000);
+    };
+    const viaBare = async (): Promise<number> => {
+      const startedAt = await bareReporter.run({ from: 0, count, batch: EVENT_BATCH });
+      await bareSubscriber.until(await pubsub.currentSeq('sessionEvents', bareKey));
       return count / ((performance.timeOrigin + performance.now() - startedAt) / 1000);
     };
     const alone = async (): Promise<number> => {
@@ -178,27 +200,42 @@ export async function eventThroughput(
     let cold: [number, number] | null = null;
     const warm = await warmUntilSteady(async () => {
       const pair: [number, number] = [await viaApi(), await alone()];
+      await viaBare();
       cold ??= pair;
       return cpuPerEvent.at(-1)!;
     });
     cpuPerEvent.length = 0;
     const value: number[] = [];
     const baseline: number[] = [];
+    const transport: number[] = [];
     for (let r = 0; r < rounds; r++) {
       value.push(await viaApi());
       baseline.push(await alone());
+      transport.push(await viaBare());
     }
     const median = (xs: number[]) => percentile(xs, 50);
-    return {
-      name: 'sessionEvents throughput',
-      value: Math.round(median(value)),
-      unit: 'events/s',
-      baseline: Math.round(median(baseline)),
-      note: `${count} deltas in batches of ${EVENT_BATCH} via reportAgentEvents, posted by a process of its own (as the daemon is), to a graphql-ws subscriber in its own process, median of ${rounds} rounds alternating with the baseline's after ${describeWarmUp(warm, 'µs/event')}, server CPU ${Math.round(median(cpuPerEvent))} µs/event; first round after start ${Math.round(cold![0])} vs ${Math.round(cold![1])}/s; baseline = event log + pub/sub alone, in-process subscriber`,
-    };
+    return [
+      {
+        name: 'sessionEvents throughput',
+        value: Math.round(median(value)),
+        unit: 'events/s',
+        baseline: Math.round(median(baseline)),
+        note: `${count} deltas in batches of ${EVENT_BATCH} via reportAgentEvents, posted by a process of its own (as the daemon is), to a graphql-ws subscriber in its own process, median of ${rounds} rounds alternating with the baseline's after ${describeWarmUp(warm, 'µs/event')}, server CPU ${Math.round(median(cpuPerEvent))} µs/event; first round after start ${Math.round(cold![0])} vs ${Math.round(cold![1])}/s; baseline = event log + pub/sub alone, in-process subscriber`,
+      },
+      {
+        name: 'sessionEvents throughput vs bare HTTP + WebSocket on the same hops',
+        value: Math.round(median(value)),
+        unit: 'events/s',
+        baseline: Math.round(median(transport)),
+        note: `the same rounds; baseline = the reporter's POSTs to a bare node:http endpoint in the server's process that appends and publishes each batch (the baseline's publishMany), each event to the same subscriber process as a graphql-ws frame over a bare WebSocket: no GraphQL, token, policy or session record; ${Math.round(median(transport))} vs ${Math.round(median(baseline))}/s for the in-process baseline`,
+      },
+    ];
   } finally {
     reporter.stop();
     subscriber.stop();
+    bareReporter.stop();
+    bareSubscriber.stop();
+    bare.close();
   }
 }
 
@@ -211,7 +248,7 @@ export async function run(): Promise<BenchResult[]> {
   });
   try {
     const s: LiveSession = await startSession(e.t, await createProject(e.t, e.repo.url));
-    return [await eventThroughput(e, s)];
+    return await eventThroughput(e, s);
   } finally {
     await e.stop();
   }
