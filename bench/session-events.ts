@@ -3,7 +3,7 @@
 // a process of its own (as a browser or the CLI is), against the event log + pub/sub alone in the
 // same run. The reporter (the daemon's POSTs) runs in a process of its own too, as the daemon does.
 // A module of its own (it was part of bench/session-gateway.ts) so it runs alone:
-//   npm run bench -- session-events       (BENCH_EVENT_ROUNDS: rounds of each, default 3)
+//   npm run bench -- session-events       (BENCH_EVENT_ROUNDS: rounds of each, default 5)
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,7 +17,7 @@ import { deltaEvent } from './support/opencode-events';
 
 const EVENTS = 5_000;
 const EVENT_BATCH = 100;
-const EVENT_ROUNDS = Number(process.env.BENCH_EVENT_ROUNDS ?? 3);
+const EVENT_ROUNDS = Number(process.env.BENCH_EVENT_ROUNDS ?? 5);
 
 /** A forked subscriber process (bench/support/events-subscriber.ts). */
 interface Subscriber {
