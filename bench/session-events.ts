@@ -1,7 +1,8 @@
 // Agent events per second through reportAgentEvents → sessionEvents, on one LOCAL session with a
 // real daemon: the daemon's HTTP mutation → session record + event log → a graphql-ws subscriber in
 // a process of its own (as a browser or the CLI is), against the event log + pub/sub alone in the
-// same run. The reporter (the daemon's POSTs) runs in a process of its own too, as the daemon does.
+// same run, and against a bare HTTP + WebSocket relay on the same hops (bench/support/bare-events.ts).
+// The reporter (the daemon's POSTs) runs in a process of its own too, as the daemon does.
 // A module of its own (it was part of bench/session-gateway.ts) so it runs alone:
 //   npm run bench -- session-events       (BENCH_EVENT_ROUNDS: rounds of each, default 5)
 import { fork } from 'node:child_process';
@@ -114,8 +115,9 @@ function forkReporter(graphqlUrl: string, token: string, sessionId: string): Rep
 /**
  * Agent events per second: the daemon's reportAgentEvents over HTTP from a process of its own →
  * session record → event log → a graphql-ws subscriber in another process (as a browser or the CLI
- * is one), against the event log + pub/sub alone with an in-process subscriber. Rounds of each alternate, so a change of the
- * machine's load falls on both alike; each figure is the median of its rounds.
+ * is one), against the event log + pub/sub alone with an in-process subscriber, and against the
+ * same hops with no work of ours. Rounds of the three alternate, after warm-up rounds, so a change
+ * of the machine's load falls on all alike; each figure is the median of its rounds.
  */
 export async function eventThroughput(
   e: E2e,

@@ -3,16 +3,16 @@
 // upstream called directly; preview proxy latency and WebSocket echo round trip against the app
 // called directly. Agent events per second (reportAgentEvents → sessionEvents) are measured by
 // bench/session-events.ts. The gateway's and the preview's clients, the stub upstream and the app
-// run in a process of their own (bench/support/gateway-load.ts), as callers and upstreams of a deployed
-// server do: this process holds the server under test. Beside each direct baseline a second row
-// compares with bare node:http proxies on the same hops (bench/support/bare-proxy.ts): what the
-// hops cost on this machine before any work of ours.
+// run in a process of their own (bench/support/gateway-load.ts), as callers and upstreams of a
+// deployed server do: this process holds the server under test. Beside each direct baseline a
+// second row compares with bare node:http proxies on the same hops (bench/support/bare-proxy.ts):
+// what the hops cost on this machine before any work of ours.
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '../contract/ports';
 import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
-import { forkBareProxy, startBareProxy } from './support/bare-proxy';
+import { type BareProxy, forkBareProxy, startBareProxy } from './support/bare-proxy';
 import type { LoadMessage, LoadTask } from './support/gateway-load';
 import { type BenchResult, describeWarmUp, runIfMain, warmUntilSteady } from './support/harness';
 export type { BenchResult };
@@ -96,13 +96,17 @@ export async function run(): Promise<BenchResult[]> {
   const appPort = await freePort();
   const load = await forkLoad(appPort);
   let e: E2e | null = null;
-  // The floors: a bare node:http reverse proxy in this process (where the server runs) in front of
-  // the stub, and for the preview one more in a process of its own (where the daemon runs) in
-  // front of the app (bench/support/bare-proxy.ts).
-  const bareProxy = await startBareProxy(load.upstream);
-  const bareDaemon = await forkBareProxy(`http://127.0.0.1:${appPort}`);
-  const barePreview = await startBareProxy(bareDaemon.url);
+  let bareProxy: BareProxy | null = null;
+  let bareDaemon: BareProxy | null = null;
+  let barePreview: BareProxy | null = null;
   try {
+    // The floors: a bare node:http reverse proxy in this process (where the server runs) in front
+    // of the stub, and for the preview one more in a process of its own (where the daemon runs) in
+    // front of the app (bench/support/bare-proxy.ts).
+    bareProxy = await startBareProxy(load.upstream);
+    bareDaemon = await forkBareProxy(`http://127.0.0.1:${appPort}`);
+    barePreview = await startBareProxy(bareDaemon.url);
+    const bareTwoUrl = `${barePreview.url}/`;
     e = await startE2e({
       gateway: true,
       daemonEnv: { SINGULACOMP_ATTACHMENT_OFFLOAD: '0', SINGULACOMP_PROXY_EXTRA_PORTS: String(appPort) },
@@ -142,7 +146,7 @@ export async function run(): Promise<BenchResult[]> {
       await load.http(preview, pat, PREVIEW_REQUESTS / 2);
       const a = await load.http(appUrl, {}, PREVIEW_REQUESTS / 2);
       await load.llm(bare, {}, LLM_REQUESTS / 4);
-      await load.http(`${barePreview.url}/`, {}, PREVIEW_REQUESTS / 2);
+      await load.http(bareTwoUrl, {}, PREVIEW_REQUESTS / 2);
       const used = process.cpuUsage(cpu);
       cold ??= {
         llm: percentile(g.first, 50),
@@ -193,12 +197,12 @@ export async function run(): Promise<BenchResult[]> {
     const byToken: number[] = [];
     const ap: number[] = [];
     const bareTwo: number[] = [];
-    // Interleaved, so a change of the machine's load falls on all three alike.
+    // Interleaved, so a change of the machine's load falls on all four alike.
     for (let round = 0; round < 2; round++) {
       byCookie.push(...(await load.http(preview, cookie, PREVIEW_REQUESTS / 2)));
       byToken.push(...(await load.http(preview, pat, PREVIEW_REQUESTS / 2)));
       ap.push(...(await load.http(appUrl, {}, PREVIEW_REQUESTS / 2)));
-      bareTwo.push(...(await load.http(`${barePreview.url}/`, {}, PREVIEW_REQUESTS / 2)));
+      bareTwo.push(...(await load.http(bareTwoUrl, {}, PREVIEW_REQUESTS / 2)));
     }
     for (const [label, samples] of [
       ['preview proxy GET', byCookie],
@@ -235,9 +239,9 @@ export async function run(): Promise<BenchResult[]> {
 
     return results;
   } finally {
-    bareProxy.close();
-    barePreview.close();
-    bareDaemon.close();
+    bareProxy?.close();
+    barePreview?.close();
+    bareDaemon?.close();
     load.stop();
     await e?.stop();
   }
