@@ -13,7 +13,14 @@ import { type LiveSession, createProject, startSession } from '../test/leases/he
 import { waitFor } from '../test/support/wait';
 import { startBareEvents } from './support/bare-events';
 import type { ReportRun, ReporterMessage } from './support/events-reporter';
-import { type BenchResult, describeWarmUp, percentile, runIfMain, warmUntilSteady } from './support/harness';
+import {
+  type BenchResult,
+  childExecArgv,
+  describeWarmUp,
+  percentile,
+  runIfMain,
+  warmUntilSteady,
+} from './support/harness';
 import { deltaEvent } from './support/opencode-events';
 
 const EVENTS = 5_000;
@@ -72,9 +79,6 @@ interface Reporter {
   run(run: ReportRun): Promise<number>;
   stop(): void;
 }
-
-/** The bench's loader (tsx) without a profiler flag this process may have been started with. */
-const childExecArgv = () => process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof'));
 
 function forkReporter(graphqlUrl: string, token: string, sessionId: string): Reporter {
   const child = fork(

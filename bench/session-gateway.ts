@@ -14,7 +14,13 @@ import { type E2e, startE2e } from '../test/e2e/helpers';
 import { type LiveSession, createProject, startSession } from '../test/leases/helpers';
 import { type BareProxy, forkBareProxy, startBareProxy } from './support/bare-proxy';
 import type { LoadMessage, LoadTask } from './support/gateway-load';
-import { type BenchResult, describeWarmUp, runIfMain, warmUntilSteady } from './support/harness';
+import {
+  type BenchResult,
+  childExecArgv,
+  describeWarmUp,
+  runIfMain,
+  warmUntilSteady,
+} from './support/harness';
 export type { BenchResult };
 
 const LLM_REQUESTS = 200;
@@ -45,9 +51,7 @@ interface Load {
 
 async function forkLoad(appPort: number): Promise<Load> {
   const child = fork(join(import.meta.dirname, 'support/gateway-load.ts'), [String(appPort)], {
-    // The bench's loader (tsx) without a profiler flag this process may have been started with:
-    // a profile of this process is the server's alone.
-    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof')),
+    execArgv: childExecArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();

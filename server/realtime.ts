@@ -207,7 +207,7 @@ const SEND_AHEAD_BYTES = 64 * 1024;
  * SEND_AHEAD_BYTES unsent, and only when its write completes beyond that (backpressure as before).
  * A failed write still closes the socket ('error' → close), which ends its subscriptions.
  */
-function coalesceSends(socket: WebSocket): void {
+export function coalesceSends(socket: WebSocket): void {
   const raw = (socket as unknown as { _socket?: Socket })._socket;
   if (!raw) return;
   const send = socket.send.bind(socket);

@@ -7,8 +7,9 @@
 // loses against the in-process baseline is the transport's own cost (two more processes, HTTP in,
 // a WebSocket frame out per event).
 import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { coalesceSends } from '../../server/realtime';
 import type { E2e } from '../../test/e2e/helpers';
 
 type PubSub = E2e['t']['app']['services']['pubsub'];
@@ -76,21 +77,11 @@ export async function startBareEvents(pubsub: PubSub): Promise<BareEvents> {
       const key = message.payload?.variables?.sessionId ?? '';
       const stream = pubsub.subscribe('sessionEvents', key, { after: null });
       ws.once('close', () => void stream.return?.());
-      // One write for the events of one batch, as the server's WebSocket sends them (realtime.ts).
-      const raw = (ws as unknown as { _socket: Socket })._socket;
-      let corked = false;
-      const uncork = () => {
-        corked = false;
-        raw.uncork();
-      };
+      // One write for the events of one batch, as the server's WebSocket sends them.
+      coalesceSends(ws);
       void (async () => {
         for await (const envelope of stream) {
           const { event } = envelope.payload as ReturnType<typeof payloadOf>;
-          if (!corked) {
-            corked = true;
-            raw.cork();
-            process.nextTick(uncork);
-          }
           ws.send(
             JSON.stringify({
               id,

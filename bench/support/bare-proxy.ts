@@ -10,6 +10,7 @@ import { fork } from 'node:child_process';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { childExecArgv } from './harness';
 
 export interface BareProxy {
   url: string;
@@ -54,7 +55,7 @@ export async function startBareProxy(target: string): Promise<BareProxy> {
 /** startBareProxy in a process of its own. */
 export function forkBareProxy(target: string): Promise<BareProxy> {
   const child = fork(import.meta.filename, [target], {
-    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof')),
+    execArgv: childExecArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {

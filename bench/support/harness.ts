@@ -50,6 +50,12 @@ export function runLoad(config: LoadConfig): Promise<LoadResult> {
 
 export const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
 
+/**
+ * execArgv for a bench's forked helper process: the loader (tsx) without a profiler flag this
+ * process may have been started with, so a profile of this process is the server's alone.
+ */
+export const childExecArgv = (): string[] => process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof'));
+
 export interface TableRow extends BenchResult {
   module: string;
 }
